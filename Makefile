@@ -1,0 +1,46 @@
+# bloomamq: approximate membership query filters for PostgreSQL (PGXS build)
+
+EXTENSION = bloomamq
+EXTVERSION = 0.1.0
+
+MODULE_big = bloomamq
+# Pure-C filter core (no PostgreSQL calls): also built into the unit tests,
+# fuzz harnesses and C benchmarks.
+CORE_OBJS = src/amq_format.o src/amq_kinds.o src/amq_sort.o \
+	src/kind_bloom.o src/kind_blocked.o
+OBJS = $(CORE_OBJS) src/bloomamq.o src/hashing.o src/amqfilter.o \
+	src/amq_funcs.o src/amq_agg.o src/amq_probe.o
+
+DATA = sql/$(EXTENSION)--$(EXTVERSION).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
+EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql test/unit/test_kinds
+
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(filter-out sql/$(EXTENSION)%.sql,$(wildcard sql/*.sql))))
+REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CONFIG ?= pg_config
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	-Wno-sign-compare -Werror
+SHLIB_LINK =
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# One hand-written install script, copied to the versioned name.
+sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
+	cp $< $@
+
+all: sql/$(EXTENSION)--$(EXTVERSION).sql
+
+# C unit tests of the filter kinds: no server needed.
+UNIT_SRCS = $(CORE_OBJS:.o=.c)
+test/unit/test_kinds: test/unit/test_kinds.c $(UNIT_SRCS) src/amq.h
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror \
+		-Isrc -o $@ test/unit/test_kinds.c $(UNIT_SRCS) -lm
+
+.PHONY: unittest
+unittest: test/unit/test_kinds
+	test/unit/test_kinds

@@ -1,0 +1,306 @@
+/*-------------------------------------------------------------------------
+ *
+ * amq.h
+ *	  The filter core of bloomamq: the on-disk format, the kind ops table and
+ *	  the helpers shared by the kinds.
+ *
+ * Everything declared here is plain C99 with no PostgreSQL dependency, so
+ * the kinds can be unit-tested, fuzzed and benchmarked without a server.
+ * Memory that a kind needs beyond the payload comes from a caller-supplied
+ * allocator; errors are status codes that the SQL layer turns into ereport.
+ *
+ * A serialized filter is a fixed 80-byte header followed by the payload,
+ * all little-endian whatever the host:
+ *
+ *	 off size field
+ *	   0   4  magic "AMQF" (0x46514d41 read as little-endian uint32)
+ *	   4   1  format version (AMQ_FORMAT_VERSION)
+ *	   5   1  kind (AmqKindId)
+ *	   6   1  hash scheme (AmqHashScheme)
+ *	   7   1  key family (AmqKeyFamily)
+ *	   8   4  flags (AMQ_FLAG_*; other bits must be 0)
+ *	  12   4  key type OID (family AMQ_FAMILY_OTHER only, else 0)
+ *	  16   8  seed
+ *	  24   8  number of keys added
+ *	  32   8  target false-positive rate (IEEE 754 double)
+ *	  40  24  three kind parameters (uint64 each; meaning per kind)
+ *	  64   8  payload length in bytes
+ *	  72   8  checksum: XXH3-64 of the payload, seeding XXH3-64 of bytes 0..71
+ *	  80      payload
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AMQ_H
+#define AMQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define AMQ_MAGIC			0x46514d41u	/* "AMQF" */
+#define AMQ_FORMAT_VERSION	1
+#define AMQ_HEADER_SIZE		80
+
+/*
+ * Largest serialized filter (header plus payload): a varlena holds at most
+ * 1 GB - 1 bytes including its 4-byte length word.
+ */
+#define AMQ_MAX_BYTES		((uint64_t) 0x3fffffff - 4)
+#define AMQ_MAX_PAYLOAD		(AMQ_MAX_BYTES - AMQ_HEADER_SIZE)
+
+#define AMQ_FPR_MAX			0.5
+
+typedef enum AmqStatus
+{
+	AMQ_OK = 0,
+	AMQ_ERR_PARAM,				/* fpr or capacity out of range */
+	AMQ_ERR_TOO_LARGE,			/* would exceed AMQ_MAX_BYTES */
+	AMQ_ERR_CORRUPT,			/* bytes fail validation */
+	AMQ_ERR_VERSION,			/* unknown format version */
+	AMQ_ERR_CHECKSUM,			/* payload checksum mismatch */
+	AMQ_ERR_UNSUPPORTED,		/* the kind does not offer the operation */
+	AMQ_ERR_MISMATCH,			/* union/intersection of other kind or geometry */
+	AMQ_ERR_FULL,				/* a fixed-size filter cannot take the key */
+	AMQ_ERR_NOMEM,				/* the allocator returned NULL */
+	AMQ_ERR_BUILD_FAILED		/* static construction exhausted its retries */
+} AmqStatus;
+
+typedef enum AmqKindId
+{
+	AMQ_KIND_BLOOM = 1,
+	AMQ_KIND_BLOCKED = 2,
+	AMQ_KIND_MAX = 2
+} AmqKindId;
+
+typedef enum AmqHashScheme
+{
+	AMQ_HASH_XXH3 = 1,			/* canonical, portable (see hashing.c) */
+	AMQ_HASH_TYPE = 2			/* the type's extended hash function, seed 0 */
+} AmqHashScheme;
+
+/*
+ * Key families: values of one family compare equal across types (int4 and
+ * int8) and hash to the same canonical 64-bit value.  The numbering is part
+ * of the on-disk format.
+ */
+typedef enum AmqKeyFamily
+{
+	AMQ_FAMILY_NONE = 0,		/* no key added yet */
+	AMQ_FAMILY_INT = 1,			/* int2, int4, int8 */
+	AMQ_FAMILY_FLOAT = 2,		/* float4, float8 */
+	AMQ_FAMILY_NUMERIC = 3,
+	AMQ_FAMILY_TEXT = 4,		/* text, varchar, name, bpchar */
+	AMQ_FAMILY_BYTEA = 5,
+	AMQ_FAMILY_UUID = 6,
+	AMQ_FAMILY_DATE = 7,
+	AMQ_FAMILY_TIMESTAMP = 8,
+	AMQ_FAMILY_TIMESTAMPTZ = 9,
+	AMQ_FAMILY_BOOL = 10,
+	AMQ_FAMILY_OTHER = 11,		/* any other hashable type, by its OID */
+	AMQ_FAMILY_MAX = 11
+} AmqKeyFamily;
+
+/* nkeys is an estimate (after a union or intersection) */
+#define AMQ_FLAG_NKEYS_ESTIMATED	0x1u
+#define AMQ_FLAGS_KNOWN				0x1u
+
+/* capabilities of a kind */
+#define AMQ_CAP_ADD			0x01u	/* keys can be added after creation */
+#define AMQ_CAP_REMOVE		0x02u
+#define AMQ_CAP_UNION		0x04u
+#define AMQ_CAP_INTERSECT	0x08u
+#define AMQ_CAP_STATIC		0x10u	/* built once from the complete key set */
+#define AMQ_CAP_SLICE		0x20u	/* a probe reads one small span of payload */
+
+/*
+ * A decoded filter: the header fields and a pointer to the payload, which
+ * the filter does not own.
+ */
+typedef struct AmqFilter
+{
+	uint8_t		kind;
+	uint8_t		hash_scheme;
+	uint8_t		key_family;
+	uint32_t	flags;
+	uint32_t	key_type;
+	uint64_t	seed;
+	uint64_t	nkeys;
+	double		fpr;
+	uint64_t	param[3];
+	uint64_t	payload_len;
+	uint8_t    *payload;
+} AmqFilter;
+
+typedef struct AmqStats
+{
+	double		fill;			/* fraction of bits (or slots) in use */
+	double		est_fpr;		/* false-positive rate as filled now */
+	double		est_distinct;	/* distinct keys estimated from the payload */
+	uint32_t	k;				/* bits probed per key (Bloom family) */
+	uint32_t	fingerprint_bits;	/* fingerprint kinds, else 0 */
+} AmqStats;
+
+typedef struct AmqAllocator
+{
+	void	   *(*alloc) (void *ctx, size_t size);
+	void		(*free) (void *ctx, void *ptr);
+	void	   *ctx;
+} AmqAllocator;
+
+typedef enum AmqMergeOp
+{
+	AMQ_MERGE_UNION,
+	AMQ_MERGE_INTERSECT
+} AmqMergeOp;
+
+/*
+ * The kind ops table.  A kind may leave an entry NULL when its caps say it
+ * does not offer the operation.  Every entry receives a filter whose header
+ * was validated and whose params passed ->check().
+ */
+typedef struct AmqKindOps
+{
+	const char *name;
+	uint8_t		id;
+	uint32_t	caps;
+
+	/*
+	 * Size a filter for "capacity" distinct keys at false-positive rate
+	 * "fpr": fill f->param[] and f->payload_len.  f->fpr is already set.
+	 * AMQ_ERR_TOO_LARGE when the payload would exceed AMQ_MAX_PAYLOAD.
+	 */
+	AmqStatus	(*plan) (AmqFilter *f, uint64_t capacity, double fpr);
+
+	/* Check untrusted params against payload_len. */
+	AmqStatus	(*check) (const AmqFilter *f);
+
+	/* Dynamic kinds: add one key hash to a zero-initialised payload. */
+	AmqStatus	(*add) (AmqFilter *f, uint64_t hash);
+
+	/* Static kinds: build from distinct hashes (sorted ascending). */
+	AmqStatus	(*build) (AmqFilter *f, const uint64_t *hashes, size_t n,
+						  const AmqAllocator *alloc);
+
+	AmqStatus	(*remove) (AmqFilter *f, uint64_t hash);
+
+	bool		(*contains) (const AmqFilter *f, uint64_t hash);
+
+	/*
+	 * AMQ_CAP_SLICE kinds: the payload span a probe of hash reads, and the
+	 * probe given only that span.
+	 */
+	void		(*probe_span) (const AmqFilter *f, uint64_t hash,
+							   uint64_t *offset, uint32_t *length);
+	bool		(*contains_span) (const AmqFilter *f, uint64_t hash,
+								  const uint8_t *span);
+
+	/* dst op= src; AMQ_ERR_MISMATCH unless the geometries are equal. */
+	AmqStatus	(*merge) (AmqFilter *dst, const AmqFilter *src, AmqMergeOp op);
+
+	void		(*stats) (const AmqFilter *f, AmqStats *st);
+} AmqKindOps;
+
+/* amq_kinds.c */
+extern const AmqKindOps *amq_kind_ops(int id);
+extern const AmqKindOps *amq_kind_by_name(const char *name);
+extern const char *amq_kind_names(uint32_t caps);	/* "bloom, blocked" */
+
+/* amq_format.c */
+extern AmqStatus amq_check_fpr(double fpr);
+extern AmqStatus amq_plan(AmqFilter *f, int kind, uint64_t capacity, double fpr);
+extern AmqStatus amq_parse(const uint8_t *buf, size_t len, AmqFilter *out);
+extern void amq_parse_trusted(const uint8_t *buf, size_t len, AmqFilter *out);
+extern void amq_write_header(const AmqFilter *f, uint8_t *buf);
+extern uint64_t amq_checksum(const uint8_t *header, const uint8_t *payload,
+							 uint64_t payload_len);
+extern size_t amq_base64_encoded_len(size_t len);
+extern size_t amq_base64_encode(const uint8_t *src, size_t len, char *dst);
+extern bool amq_base64_decode(const char *src, size_t len, uint8_t *dst,
+							  size_t *dstlen);
+extern const char *amq_status_message(AmqStatus st);
+
+/* amq_sort.c: sort ascending and drop duplicates in place; returns new n */
+extern size_t amq_sort_unique(uint64_t *a, size_t n, uint64_t *scratch);
+
+/* kinds */
+extern const AmqKindOps amq_bloom_ops;
+extern const AmqKindOps amq_blocked_ops;
+
+/*
+ * Little-endian access, alignment-free.  Payload words are stored
+ * little-endian so a filter reads the same on every host.
+ */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define AMQ_BIG_ENDIAN 1
+#endif
+
+static inline uint32_t
+amq_load32(const uint8_t *p)
+{
+	uint32_t	v;
+
+	memcpy(&v, p, 4);
+#ifdef AMQ_BIG_ENDIAN
+	v = __builtin_bswap32(v);
+#endif
+	return v;
+}
+
+static inline void
+amq_store32(uint8_t *p, uint32_t v)
+{
+#ifdef AMQ_BIG_ENDIAN
+	v = __builtin_bswap32(v);
+#endif
+	memcpy(p, &v, 4);
+}
+
+static inline uint64_t
+amq_load64(const uint8_t *p)
+{
+	uint64_t	v;
+
+	memcpy(&v, p, 8);
+#ifdef AMQ_BIG_ENDIAN
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
+static inline void
+amq_store64(uint8_t *p, uint64_t v)
+{
+#ifdef AMQ_BIG_ENDIAN
+	v = __builtin_bswap64(v);
+#endif
+	memcpy(p, &v, 8);
+}
+
+/* Map a 64-bit hash uniformly onto [0, n) by multiply-shift, not modulo. */
+static inline uint64_t
+amq_reduce(uint64_t hash, uint64_t n)
+{
+	return (uint64_t) (((unsigned __int128) hash * n) >> 64);
+}
+
+/* A bijective 64-bit mixer (the SplitMix64 finalizer). */
+static inline uint64_t
+amq_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+/* The hash a kind works with: the key hash, remixed when seeded. */
+static inline uint64_t
+amq_seeded(const AmqFilter *f, uint64_t hash)
+{
+	return f->seed ? amq_mix64(hash ^ f->seed) : hash;
+}
+
+#endif							/* AMQ_H */

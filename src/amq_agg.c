@@ -1,0 +1,456 @@
+/*-------------------------------------------------------------------------
+ *
+ * amq_agg.c
+ *	  The aggregates amq_agg (build a filter from a column) and
+ *	  amq_union_agg (union of filters), with combine, serialize and
+ *	  deserialize functions so that parallel query can use them.
+ *
+ * The state lives in the aggregate memory context and is changed in place.
+ * It has two modes:
+ *
+ * - buffer: without a capacity, amq_agg keeps the 64-bit key hashes and
+ *   sizes the filter exactly for the distinct keys at the end.  The buffer
+ *   starts at a few entries, so a GROUP BY with many small groups stays
+ *   small; past DEDUP_MIN entries a full buffer is deduplicated before it
+ *   grows.  Sorting the hashes first also lets a blocked filter be filled
+ *   block by block in address order, which makes the final build
+ *   cache-friendly.  Partial states carry the hashes, so a static kind can
+ *   be built from a parallel aggregate too.
+ * - filter: with a capacity (or in amq_union_agg), the state is a dynamic
+ *   filter of fixed size, filled key by key; partial states are combined by
+ *   union.
+ *
+ * A buffer that outgrows what one varlena (and so a serialized partial
+ * state or the final filter) can carry is an error with a hint, never an
+ * out-of-memory kill.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "compat.h"
+
+#include "fmgr.h"
+#include "libpq/pqformat.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "amqfilter.h"
+
+PG_FUNCTION_INFO_V1(amq_agg_trans);
+PG_FUNCTION_INFO_V1(amq_agg_final);
+PG_FUNCTION_INFO_V1(amq_agg_combine);
+PG_FUNCTION_INFO_V1(amq_agg_serialize);
+PG_FUNCTION_INFO_V1(amq_agg_deserialize);
+PG_FUNCTION_INFO_V1(amq_union_agg_trans);
+
+#define AMQ_DEFAULT_FPR		0.01
+#define AMQ_DEFAULT_KIND	AMQ_KIND_BLOCKED
+
+#define INITIAL_HASHES	8
+#define DEDUP_MIN		((Size) 1 << 24)
+/* hashes a serialized state (and so any state) may hold: under 1 GB */
+#define MAX_HASHES		((Size) 120 * 1000 * 1000)
+
+#define SERIAL_VERSION	1
+#define SERIAL_HEADER	32
+
+typedef enum AggMode
+{
+	AGG_BUFFER = 0,
+	AGG_FILTER = 1
+} AggMode;
+
+typedef struct AmqAggState
+{
+	AggMode		mode;
+	uint8		kind;
+	double		fpr;
+	int64		capacity;		/* 0: size from the keys at the end */
+	AmqFilter	keyinfo;		/* key family, hash scheme, key type */
+
+	/* AGG_BUFFER */
+	uint64	   *hashes;
+	Size		nhashes;
+	Size		maxhashes;
+
+	/* AGG_FILTER: f points into filter */
+	struct varlena *filter;
+	AmqFilter	f;
+} AmqAggState;
+
+static MemoryContext
+agg_context(FunctionCallInfo fcinfo, const char *fname)
+{
+	MemoryContext aggcontext;
+
+	if (!AggCheckCallContext(fcinfo, &aggcontext))
+		elog(ERROR, "%s called in non-aggregate context", fname);
+	return aggcontext;
+}
+
+static void
+state_set_filter(AmqAggState *s, struct varlena *v)
+{
+	s->mode = AGG_FILTER;
+	s->filter = v;
+	AmqFilterDecode(v, &s->f);
+}
+
+/* Sort and deduplicate the buffer in place. */
+static void
+buffer_dedup(AmqAggState *s)
+{
+	uint64	   *scratch;
+
+	if (s->nhashes < 2)
+		return;
+	scratch = palloc_extended(sizeof(uint64) * s->nhashes, MCXT_ALLOC_HUGE);
+	s->nhashes = amq_sort_unique(s->hashes, s->nhashes, scratch);
+	pfree(scratch);
+}
+
+static void
+too_many_keys(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("amq_agg without a capacity holds at most %zu distinct keys",
+					(size_t) MAX_HASHES),
+			 errdetail("Without a capacity the aggregate keeps the 64-bit hash of each distinct key to size the filter exactly."),
+			 errhint("Pass a capacity, amq_agg(key, fpr, kind, capacity), to build in fixed memory, or split the keys over several filters.")));
+}
+
+/* Make room for at least "more" hashes in s's buffer (in mcxt). */
+static void
+buffer_reserve(AmqAggState *s, Size more, MemoryContext mcxt)
+{
+	Size		newmax;
+
+	if (s->nhashes + more <= s->maxhashes)
+		return;
+	if (s->nhashes >= DEDUP_MIN)
+	{
+		buffer_dedup(s);
+		if (s->nhashes + more <= s->maxhashes / 2 + 1)
+			return;
+		/* the final filter must be storable: fail now, not at the end */
+		if (s->nhashes > 0)
+		{
+			AmqFilter	probe;
+
+			AmqPlanOrError(&probe, s->kind, s->nhashes, s->fpr);
+		}
+	}
+	newmax = Max(s->maxhashes * 2, INITIAL_HASHES);
+	while (newmax < s->nhashes + more)
+		newmax *= 2;
+	if (newmax > MAX_HASHES)
+	{
+		if (s->nhashes + more > MAX_HASHES)
+		{
+			buffer_dedup(s);
+			if (s->nhashes + more > MAX_HASHES)
+				too_many_keys();
+		}
+		newmax = MAX_HASHES;
+	}
+	if (s->hashes == NULL)
+		s->hashes = MemoryContextAllocExtended(mcxt, sizeof(uint64) * newmax,
+											   MCXT_ALLOC_HUGE);
+	else
+		s->hashes = repalloc_huge(s->hashes, sizeof(uint64) * newmax);
+	s->maxhashes = newmax;
+}
+
+static AmqAggState *
+state_new(MemoryContext mcxt)
+{
+	return MemoryContextAllocZero(mcxt, sizeof(AmqAggState));
+}
+
+/*
+ * amq_agg(key [, fpr [, kind [, capacity]]]) transition.  The options are
+ * read from the first row; NULL options take their defaults.
+ */
+Datum
+amq_agg_trans(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_trans");
+	AmqAggState *s = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
+	AmqKeyHasher *h = (AmqKeyHasher *) fcinfo->flinfo->fn_extra;
+	uint64		hash;
+
+	if (h == NULL)
+	{
+		h = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(*h));
+		AmqHasherInit(h, get_fn_expr_argtype(fcinfo->flinfo, 1),
+					  PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
+		fcinfo->flinfo->fn_extra = h;
+	}
+
+	if (s == NULL)
+	{
+		int			nargs = PG_NARGS();
+
+		s = state_new(aggcontext);
+		s->kind = AMQ_DEFAULT_KIND;
+		s->fpr = AMQ_DEFAULT_FPR;
+		if (nargs > 2 && !PG_ARGISNULL(2))
+			s->fpr = PG_GETARG_FLOAT8(2);
+		AmqCheckFpr(s->fpr);
+		if (nargs > 3 && !PG_ARGISNULL(3))
+			s->kind = AmqKindOpsByName(text_to_cstring(PG_GETARG_TEXT_PP(3)))->id;
+		AmqSetFamily(&s->keyinfo, h);
+		if (nargs > 4 && !PG_ARGISNULL(4))
+		{
+			const AmqKindOps *ops = amq_kind_ops(s->kind);
+			AmqFilter	f;
+			MemoryContext old;
+
+			s->capacity = PG_GETARG_INT64(4);
+			AmqRequireCap(ops, AMQ_CAP_ADD, "building in fixed memory (a capacity)");
+			AmqPlanOrError(&f, s->kind, s->capacity, s->fpr);
+			f.key_family = s->keyinfo.key_family;
+			f.hash_scheme = s->keyinfo.hash_scheme;
+			f.key_type = s->keyinfo.key_type;
+			old = MemoryContextSwitchTo(aggcontext);
+			s->filter = AmqFilterAlloc(&f);
+			MemoryContextSwitchTo(old);
+			s->mode = AGG_FILTER;
+			s->f = f;
+		}
+	}
+
+	if (PG_ARGISNULL(1))
+		PG_RETURN_POINTER(s);
+
+	hash = AmqHashDatum(h, PG_GETARG_DATUM(1));
+	if (s->mode == AGG_FILTER)
+		AmqAddHash(&s->f, amq_kind_ops(s->f.kind), hash);
+	else
+	{
+		if (unlikely(s->nhashes == s->maxhashes))
+			buffer_reserve(s, 1, aggcontext);
+		s->hashes[s->nhashes++] = hash;
+	}
+	PG_RETURN_POINTER(s);
+}
+
+/* amq_union_agg(filter) transition: union into a filter state. */
+Datum
+amq_union_agg_trans(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext = agg_context(fcinfo, "amq_union_agg_trans");
+	AmqAggState *s = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
+	AmqFilter	g;
+
+	if (PG_ARGISNULL(1))
+		PG_RETURN_POINTER(s);
+
+	if (s == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(aggcontext);
+		struct varlena *v = AmqFilterGetArg(fcinfo, 1, &g, true);
+
+		MemoryContextSwitchTo(old);
+		s = state_new(aggcontext);
+		s->kind = g.kind;
+		s->fpr = g.fpr;
+		state_set_filter(s, v);
+		s->keyinfo = s->f;
+		PG_RETURN_POINTER(s);
+	}
+	AmqFilterGetArg(fcinfo, 1, &g, false);
+	AmqMergeOrError(&s->f, &g, AMQ_MERGE_UNION);
+	PG_RETURN_POINTER(s);
+}
+
+Datum
+amq_agg_final(PG_FUNCTION_ARGS)
+{
+	AmqAggState *s;
+	struct varlena *v;
+	AmqFilter	f;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	s = (AmqAggState *) PG_GETARG_POINTER(0);
+
+	if (s->mode == AGG_BUFFER)
+	{
+		/* deduplication keeps the key set, so the state stays usable */
+		buffer_dedup(s);
+		return AmqBuildFromHashes(s->kind, s->fpr, &s->keyinfo,
+								  s->hashes, s->nhashes);
+	}
+
+	/* copy: the state may be finalized again */
+	v = (struct varlena *) palloc(VARSIZE(s->filter));
+	memcpy(v, s->filter, VARSIZE(s->filter));
+	f = s->f;
+	f.payload = (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE;
+	return AmqFilterFinish(v, &f);
+}
+
+Datum
+amq_agg_combine(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_combine");
+	AmqAggState *a = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
+	AmqAggState *b = PG_ARGISNULL(1) ? NULL : (AmqAggState *) PG_GETARG_POINTER(1);
+
+	if (b == NULL)
+		PG_RETURN_POINTER(a);
+	if (a == NULL)
+	{
+		/* copy b into the aggregate context */
+		a = state_new(aggcontext);
+		*a = *b;
+		a->hashes = NULL;
+		a->nhashes = a->maxhashes = 0;
+		a->filter = NULL;
+		if (b->mode == AGG_FILTER)
+		{
+			struct varlena *v = MemoryContextAlloc(aggcontext, VARSIZE(b->filter));
+
+			memcpy(v, b->filter, VARSIZE(b->filter));
+			a->filter = v;
+			a->f.payload = (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE;
+			PG_RETURN_POINTER(a);
+		}
+	}
+	else if (a->mode != b->mode || a->kind != b->kind)
+		elog(ERROR, "cannot combine amq_agg states of different modes or kinds");
+
+	if (a->mode == AGG_FILTER)
+		AmqMergeOrError(&a->f, &b->f, AMQ_MERGE_UNION);
+	else if (b->nhashes > 0)
+	{
+		buffer_reserve(a, b->nhashes, aggcontext);
+		memcpy(a->hashes + a->nhashes, b->hashes, sizeof(uint64) * b->nhashes);
+		a->nhashes += b->nhashes;
+	}
+	PG_RETURN_POINTER(a);
+}
+
+/*
+ * Serialized state, little-endian:
+ *	 0 version, 1 mode, 2 kind, 3 key family, 4 hash scheme, 5..7 zero,
+ *	 8 key type (4), 12 zero (4), 16 fpr (8), 24 capacity (8);
+ *	 then the sorted distinct hashes (buffer) or the filter's bytes.
+ */
+Datum
+amq_agg_serialize(PG_FUNCTION_ARGS)
+{
+	AmqAggState *s = (AmqAggState *) PG_GETARG_POINTER(0);
+	const AmqFilter *ki = (s->mode == AGG_FILTER) ? &s->f : &s->keyinfo;
+	Size		body;
+	bytea	   *out;
+	uint8	   *p;
+	uint64		fprbits;
+
+	agg_context(fcinfo, "amq_agg_serialize");
+	if (s->mode == AGG_BUFFER)
+	{
+		buffer_dedup(s);
+		body = s->nhashes * sizeof(uint64);
+	}
+	else
+	{
+		/* the header (checksum) must be current for deserialize to verify */
+		amq_write_header(&s->f, (uint8 *) VARDATA(s->filter));
+		body = VARSIZE(s->filter) - VARHDRSZ;
+	}
+	out = (bytea *) palloc(VARHDRSZ + SERIAL_HEADER + body);
+	SET_VARSIZE(out, VARHDRSZ + SERIAL_HEADER + body);
+	p = (uint8 *) VARDATA(out);
+	memset(p, 0, SERIAL_HEADER);
+	p[0] = SERIAL_VERSION;
+	p[1] = (uint8) s->mode;
+	p[2] = s->kind;
+	p[3] = ki->key_family;
+	p[4] = ki->hash_scheme;
+	amq_store32(p + 8, ki->key_type);
+	memcpy(&fprbits, &s->fpr, 8);
+	amq_store64(p + 16, fprbits);
+	amq_store64(p + 24, (uint64) s->capacity);
+	p += SERIAL_HEADER;
+	if (s->mode == AGG_BUFFER)
+		for (Size i = 0; i < s->nhashes; i++)
+			amq_store64(p + 8 * i, s->hashes[i]);
+	else
+		memcpy(p, VARDATA(s->filter), body);
+	PG_RETURN_BYTEA_P(out);
+}
+
+static void
+bad_state(const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+			 errmsg("invalid serialized amq_agg state"),
+			 errdetail("%s", why)));
+}
+
+/* Serialized states are validated like any other untrusted input. */
+Datum
+amq_agg_deserialize(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_deserialize");
+	bytea	   *in = PG_GETARG_BYTEA_PP(0);
+	const uint8 *p = (const uint8 *) VARDATA_ANY(in);
+	Size		len = VARSIZE_ANY_EXHDR(in);
+	AmqAggState *s;
+	uint64		fprbits;
+	Size		body;
+
+	if (len < SERIAL_HEADER)
+		bad_state("truncated header");
+	if (p[0] != SERIAL_VERSION)
+		bad_state("unknown version");
+	if (p[1] > AGG_FILTER || p[5] || p[6] || p[7] || amq_load32(p + 12))
+		bad_state("bad mode or reserved bytes");
+	if (amq_kind_ops(p[2]) == NULL)
+		bad_state("unknown kind");
+
+	s = state_new(aggcontext);
+	s->mode = (AggMode) p[1];
+	s->kind = p[2];
+	s->keyinfo.key_family = p[3];
+	s->keyinfo.hash_scheme = p[4];
+	s->keyinfo.key_type = amq_load32(p + 8);
+	fprbits = amq_load64(p + 16);
+	memcpy(&s->fpr, &fprbits, 8);
+	s->capacity = (int64) amq_load64(p + 24);
+	if (amq_check_fpr(s->fpr) != AMQ_OK || s->capacity < 0)
+		bad_state("bad fpr or capacity");
+	if (s->keyinfo.key_family > AMQ_FAMILY_MAX ||
+		(s->keyinfo.hash_scheme != AMQ_HASH_XXH3 &&
+		 s->keyinfo.hash_scheme != AMQ_HASH_TYPE))
+		bad_state("bad key family or hash scheme");
+
+	p += SERIAL_HEADER;
+	body = len - SERIAL_HEADER;
+	if (s->mode == AGG_BUFFER)
+	{
+		Size		n = body / sizeof(uint64);
+
+		if (body % sizeof(uint64) != 0 || n > MAX_HASHES)
+			bad_state("bad hash array length");
+		buffer_reserve(s, n, aggcontext);
+		for (Size i = 0; i < n; i++)
+			s->hashes[i] = amq_load64(p + 8 * i);
+		s->nhashes = n;
+	}
+	else
+	{
+		MemoryContext old = MemoryContextSwitchTo(aggcontext);
+		struct varlena *v = AmqFilterFromBytes(p, body,
+											   ERRCODE_INVALID_BINARY_REPRESENTATION);
+
+		MemoryContextSwitchTo(old);
+		state_set_filter(s, v);
+		if (s->f.kind != s->kind || s->f.key_family != s->keyinfo.key_family)
+			bad_state("filter does not match the state");
+	}
+	PG_RETURN_POINTER(s);
+}

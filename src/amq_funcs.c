@@ -1,0 +1,273 @@
+/*-------------------------------------------------------------------------
+ *
+ * amq_funcs.c
+ *	  SQL functions that make, change, combine and inspect filters.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "compat.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "amqfilter.h"
+
+PG_FUNCTION_INFO_V1(amq_new);
+PG_FUNCTION_INFO_V1(amq_from_array);
+PG_FUNCTION_INFO_V1(amq_add);
+PG_FUNCTION_INFO_V1(amq_add_array);
+PG_FUNCTION_INFO_V1(amq_union);
+PG_FUNCTION_INFO_V1(amq_intersect);
+PG_FUNCTION_INFO_V1(amq_info);
+PG_FUNCTION_INFO_V1(amq_kind);
+PG_FUNCTION_INFO_V1(amq_count);
+PG_FUNCTION_INFO_V1(amq_fpr);
+PG_FUNCTION_INFO_V1(amq_estimate_distinct);
+
+/* The key hasher of a call site, for argument keyarg (an array's elements). */
+static AmqKeyHasher *
+call_hasher(FunctionCallInfo fcinfo, int keyarg, bool array)
+{
+	AmqKeyHasher *h = (AmqKeyHasher *) fcinfo->flinfo->fn_extra;
+
+	if (h == NULL)
+	{
+		Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, keyarg);
+
+		if (array && OidIsValid(typid))
+			typid = get_base_element_type(typid);
+		h = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(*h));
+		AmqHasherInit(h, typid, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
+		fcinfo->flinfo->fn_extra = h;
+	}
+	return h;
+}
+
+/*
+ * The non-NULL elements of array argument argno hashed, sorted and
+ * deduplicated; *n receives their number.
+ */
+static uint64 *
+array_hashes(FunctionCallInfo fcinfo, int argno, AmqKeyHasher *h, Size *n)
+{
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(argno);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems;
+	uint64	   *hashes;
+	uint64	   *scratch;
+	Size		k = 0;
+
+	get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign,
+					  &elems, &nulls, &nelems);
+	hashes = palloc_extended(sizeof(uint64) * Max(nelems, 1), MCXT_ALLOC_HUGE);
+	for (int i = 0; i < nelems; i++)
+		if (!nulls[i])
+			hashes[k++] = AmqHashDatum(h, elems[i]);
+	scratch = palloc_extended(sizeof(uint64) * Max(k, 1), MCXT_ALLOC_HUGE);
+	*n = amq_sort_unique(hashes, k, scratch);
+	pfree(scratch);
+	return hashes;
+}
+
+/* amq_new(kind, capacity, fpr): an empty filter. */
+Datum
+amq_new(PG_FUNCTION_ARGS)
+{
+	const AmqKindOps *ops = AmqKindOpsByName(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	AmqFilter	f;
+	struct varlena *v;
+
+	AmqRequireCap(ops, AMQ_CAP_ADD, "adding keys after creation");
+	AmqPlanOrError(&f, ops->id, PG_GETARG_INT64(1), PG_GETARG_FLOAT8(2));
+	v = AmqFilterAlloc(&f);
+	return AmqFilterFinish(v, &f);
+}
+
+/* amq_from_array(keys, fpr, kind): a filter sized exactly for the keys. */
+Datum
+amq_from_array(PG_FUNCTION_ARGS)
+{
+	AmqKeyHasher *h = call_hasher(fcinfo, 0, true);
+	double		fpr = PG_GETARG_FLOAT8(1);
+	const AmqKindOps *ops = AmqKindOpsByName(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	AmqFilter	keyinfo = {0};
+	uint64	   *hashes;
+	Size		n;
+
+	AmqCheckFpr(fpr);
+	hashes = array_hashes(fcinfo, 0, h, &n);
+	AmqSetFamily(&keyinfo, h);
+	return AmqBuildFromHashes(ops->id, fpr, &keyinfo, hashes, n);
+}
+
+/* amq_add(f, key): f with key added. */
+Datum
+amq_add(PG_FUNCTION_ARGS)
+{
+	AmqKeyHasher *h = call_hasher(fcinfo, 1, false);
+	AmqFilter	f;
+	struct varlena *v = AmqFilterGetArg(fcinfo, 0, &f, true);
+	const AmqKindOps *ops = AmqKindOpsOf(&f);
+
+	AmqRequireCap(ops, AMQ_CAP_ADD, "adding keys after creation");
+	AmqSetFamily(&f, h);
+	AmqAddHash(&f, ops, AmqHashDatum(h, PG_GETARG_DATUM(1)));
+	return AmqFilterFinish(v, &f);
+}
+
+/* amq_add(f, keys[]): f with every non-NULL element added. */
+Datum
+amq_add_array(PG_FUNCTION_ARGS)
+{
+	AmqKeyHasher *h = call_hasher(fcinfo, 1, true);
+	AmqFilter	f;
+	struct varlena *v = AmqFilterGetArg(fcinfo, 0, &f, true);
+	const AmqKindOps *ops = AmqKindOpsOf(&f);
+	uint64	   *hashes;
+	Size		n;
+
+	AmqRequireCap(ops, AMQ_CAP_ADD, "adding keys after creation");
+	AmqSetFamily(&f, h);
+	hashes = array_hashes(fcinfo, 1, h, &n);
+	for (Size i = 0; i < n; i++)
+		AmqAddHash(&f, ops, hashes[i]);
+	return AmqFilterFinish(v, &f);
+}
+
+/* f op g, returned as a new filter. */
+static Datum
+merge_filters(FunctionCallInfo fcinfo, AmqMergeOp op)
+{
+	AmqFilter	f;
+	AmqFilter	g;
+	struct varlena *v = AmqFilterGetArg(fcinfo, 0, &f, true);
+
+	AmqFilterGetArg(fcinfo, 1, &g, false);
+	AmqMergeOrError(&f, &g, op);
+	return AmqFilterFinish(v, &f);
+}
+
+Datum
+amq_union(PG_FUNCTION_ARGS)
+{
+	return merge_filters(fcinfo, AMQ_MERGE_UNION);
+}
+
+Datum
+amq_intersect(PG_FUNCTION_ARGS)
+{
+	return merge_filters(fcinfo, AMQ_MERGE_INTERSECT);
+}
+
+static const char *
+scheme_name(int scheme)
+{
+	return scheme == AMQ_HASH_XXH3 ? "xxh3" : "type";
+}
+
+static const char *
+family_key(int family)
+{
+	static const char *const names[] = {
+		"none", "integer", "float", "numeric", "text", "bytea", "uuid",
+		"date", "timestamp", "timestamptz", "boolean", "other"
+	};
+
+	return (family >= 0 && family <= AMQ_FAMILY_MAX) ? names[family] : "unknown";
+}
+
+/* JSON number, with non-finite values as null */
+static void
+append_num(StringInfo s, const char *key, double v)
+{
+	if (isfinite(v))
+		appendStringInfo(s, ", \"%s\": %.6g", key, v);
+	else
+		appendStringInfo(s, ", \"%s\": null", key);
+}
+
+Datum
+amq_info(PG_FUNCTION_ARGS)
+{
+	AmqFilter	f;
+	struct varlena *v = AmqFilterGetArg(fcinfo, 0, &f, false);
+	const AmqKindOps *ops = AmqKindOpsOf(&f);
+	AmqStats	st;
+	StringInfoData s;
+	uint64		bytes = VARSIZE_ANY(v);
+
+	ops->stats(&f, &st);
+	initStringInfo(&s);
+	appendStringInfo(&s, "{\"kind\": \"%s\", \"format_version\": %d, \"bytes\": " UINT64_FORMAT ", \"payload_bytes\": " UINT64_FORMAT ", \"keys\": " UINT64_FORMAT ", \"keys_estimated\": %s",
+					 ops->name, AMQ_FORMAT_VERSION, bytes, f.payload_len,
+					 f.nkeys, (f.flags & AMQ_FLAG_NKEYS_ESTIMATED) ? "true" : "false");
+	append_num(&s, "bits_per_key", f.nkeys ? (double) bytes * 8.0 / f.nkeys : NAN);
+	if (st.k)
+		appendStringInfo(&s, ", \"k\": %u", st.k);
+	if (st.fingerprint_bits)
+		appendStringInfo(&s, ", \"fingerprint_bits\": %u", st.fingerprint_bits);
+	append_num(&s, "fill_ratio", st.fill);
+	append_num(&s, "target_fpr", f.fpr);
+	append_num(&s, "estimated_fpr", st.est_fpr);
+	append_num(&s, "estimated_distinct", st.est_distinct);
+	appendStringInfo(&s, ", \"key_family\": \"%s\"", family_key(f.key_family));
+	if (f.key_family == AMQ_FAMILY_OTHER)
+		appendStringInfo(&s, ", \"key_type\": \"%s\"", format_type_be(f.key_type));
+	appendStringInfo(&s, ", \"hash_scheme\": \"%s\", \"portable\": %s, \"seed\": " UINT64_FORMAT "}",
+					 scheme_name(f.hash_scheme),
+					 f.hash_scheme == AMQ_HASH_XXH3 ? "true" : "false", f.seed);
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(s.data));
+}
+
+Datum
+amq_kind(PG_FUNCTION_ARGS)
+{
+	AmqFilter	f;
+
+	AmqFilterGetArg(fcinfo, 0, &f, false);
+	PG_RETURN_TEXT_P(cstring_to_text(AmqKindOpsOf(&f)->name));
+}
+
+Datum
+amq_count(PG_FUNCTION_ARGS)
+{
+	AmqFilter	f;
+
+	AmqFilterGetArg(fcinfo, 0, &f, false);
+	PG_RETURN_INT64((int64) f.nkeys);
+}
+
+Datum
+amq_fpr(PG_FUNCTION_ARGS)
+{
+	AmqFilter	f;
+	AmqStats	st;
+
+	AmqFilterGetArg(fcinfo, 0, &f, false);
+	AmqKindOpsOf(&f)->stats(&f, &st);
+	PG_RETURN_FLOAT8(st.est_fpr);
+}
+
+Datum
+amq_estimate_distinct(PG_FUNCTION_ARGS)
+{
+	AmqFilter	f;
+	AmqStats	st;
+
+	AmqFilterGetArg(fcinfo, 0, &f, false);
+	AmqKindOpsOf(&f)->stats(&f, &st);
+	PG_RETURN_FLOAT8(st.est_distinct);
+}

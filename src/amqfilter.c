@@ -1,0 +1,428 @@
+/*-------------------------------------------------------------------------
+ *
+ * amqfilter.c
+ *	  The amqfilter type: text and binary I/O, the bytea cast, and the
+ *	  helpers every SQL function uses to make, read and check filters.
+ *
+ * Every way bytes enter as a filter (text input, binary receive, the bytea
+ * cast, aggregate deserialization) goes through AmqFilterFromBytes(), which
+ * runs amq_parse(): one validation, shared by all of them.  A stored filter
+ * has passed it, so reading one back only decodes the header.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "compat.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "libpq/pqformat.h"
+#include "utils/builtins.h"
+
+#include "amqfilter.h"
+
+PG_FUNCTION_INFO_V1(amqfilter_in);
+PG_FUNCTION_INFO_V1(amqfilter_out);
+PG_FUNCTION_INFO_V1(amqfilter_recv);
+PG_FUNCTION_INFO_V1(amqfilter_send);
+PG_FUNCTION_INFO_V1(amq_from_bytea);
+
+/* Allocate a zeroed filter varlena for f's geometry; point f at its payload. */
+struct varlena *
+AmqFilterAlloc(AmqFilter *f)
+{
+	Size		size = AMQ_VARSIZE(f->payload_len);
+	struct varlena *v;
+
+	if (f->payload_len > AMQ_MAX_PAYLOAD)
+		elog(ERROR, "amqfilter payload of %llu bytes exceeds the limit",
+			 (unsigned long long) f->payload_len);
+	v = (struct varlena *) palloc0(size);
+	SET_VARSIZE(v, size);
+	f->payload = (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE;
+	return v;
+}
+
+/* Write the header (and its checksum) of a filter built in v. */
+Datum
+AmqFilterFinish(struct varlena *v, AmqFilter *f)
+{
+	Assert(f->payload == (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE);
+	amq_write_header(f, (uint8 *) VARDATA(v));
+	PG_RETURN_POINTER(v);
+}
+
+/*
+ * Validate untrusted bytes as a filter and return them as a new varlena.
+ * errcode_malformed is the SQLSTATE for structural damage: invalid text
+ * representation for text input, invalid binary representation otherwise.
+ */
+struct varlena *
+AmqFilterFromBytes(const uint8 *bytes, Size len, int errcode_malformed)
+{
+	AmqFilter	f;
+	AmqStatus	st;
+	struct varlena *v;
+
+	st = amq_parse(bytes, len, &f);
+	switch (st)
+	{
+		case AMQ_OK:
+			break;
+		case AMQ_ERR_VERSION:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("unsupported amqfilter format version %d", bytes[4]),
+					 errdetail("This build of bloomamq reads format version %d.",
+							   AMQ_FORMAT_VERSION),
+					 errhint("Install a bloomamq release that knows the version.")));
+			break;
+		case AMQ_ERR_CHECKSUM:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("amqfilter checksum mismatch"),
+					 errdetail("The filter's bytes do not match the checksum in its header: it was corrupted or altered.")));
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(errcode_malformed),
+					 errmsg("invalid amqfilter"),
+					 errdetail("%s: %zu bytes do not form a valid filter.",
+							   len < AMQ_HEADER_SIZE ? "truncated header" :
+							   amq_status_message(st), (size_t) len)));
+	}
+
+	v = (struct varlena *) palloc(VARHDRSZ + len);
+	SET_VARSIZE(v, VARHDRSZ + len);
+	memcpy(VARDATA(v), bytes, len);
+	return v;
+}
+
+/* Decode the header of a detoasted, already validated filter. */
+void
+AmqFilterDecode(struct varlena *v, AmqFilter *f)
+{
+	amq_parse_trusted((const uint8 *) VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v), f);
+}
+
+/*
+ * Detoast and decode argument argno; with copy, the result may be changed
+ * in place (it is a fresh 4-byte-header copy).
+ */
+struct varlena *
+AmqFilterGetArg(FunctionCallInfo fcinfo, int argno, AmqFilter *f, bool copy)
+{
+	Datum		d = PG_GETARG_DATUM(argno);
+	struct varlena *v;
+
+	v = copy ? PG_DETOAST_DATUM_COPY(d) : PG_DETOAST_DATUM(d);
+	AmqFilterDecode(v, f);
+	return v;
+}
+
+const AmqKindOps *
+AmqKindOpsByName(const char *name)
+{
+	const AmqKindOps *ops = amq_kind_by_name(name);
+
+	if (ops == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown amqfilter kind \"%s\"", name),
+				 errhint("Valid kinds are: %s.", amq_kind_names(0))));
+	return ops;
+}
+
+const AmqKindOps *
+AmqKindOpsOf(const AmqFilter *f)
+{
+	const AmqKindOps *ops = amq_kind_ops(f->kind);
+
+	if (ops == NULL)
+		elog(ERROR, "amqfilter of unknown kind %d", f->kind);
+	return ops;
+}
+
+void
+AmqCheckFpr(double fpr)
+{
+	if (amq_check_fpr(fpr) != AMQ_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("false-positive rate %g is out of range", fpr),
+				 errdetail("The false-positive rate must be greater than 0 and at most 0.5.")));
+}
+
+/* Plan an empty filter's geometry, or report why it cannot be made. */
+void
+AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr)
+{
+	AmqStatus	st;
+
+	AmqCheckFpr(fpr);
+	if (capacity <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("capacity " INT64_FORMAT " is out of range", capacity),
+				 errdetail("The capacity (number of distinct keys) must be positive.")));
+
+	st = amq_plan(f, kind, (uint64) capacity, fpr);
+	if (st == AMQ_ERR_TOO_LARGE)
+	{
+		AmqFilter	small;
+		double		need = -1;
+
+		/* Filter size grows linearly with capacity: scale a smaller plan. */
+		if (capacity >= 1024 &&
+			amq_plan(&small, kind, (uint64) capacity / 1024, fpr) == AMQ_OK)
+			need = (double) small.payload_len * 1024.0;
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("amqfilter of kind %s for " INT64_FORMAT " keys at false-positive rate %g is too large",
+						amq_kind_ops(kind)->name, capacity, fpr),
+				 need > 0 ?
+				 errdetail("It would need about %.0f MB; an amqfilter holds at most 1 GB.",
+						   need / (1024.0 * 1024.0)) :
+				 errdetail("An amqfilter holds at most 1 GB."),
+				 errhint("Use a larger false-positive rate or fewer keys per filter, for example one filter per partition or per GROUP BY bucket.")));
+	}
+	if (st != AMQ_OK)
+		elog(ERROR, "could not plan amqfilter: %s", amq_status_message(st));
+}
+
+/* Record the key family of the first key, or check a later key's. */
+void
+AmqSetFamily(AmqFilter *f, const AmqKeyHasher *h)
+{
+	if (f->key_family == AMQ_FAMILY_NONE)
+	{
+		f->key_family = h->family;
+		f->hash_scheme = h->scheme;
+		f->key_type = h->key_type;
+	}
+	else
+		AmqCheckFamily(f, h);
+}
+
+/* The key family of dst combined with src (union, intersection). */
+void
+AmqMergeFamily(AmqFilter *dst, const AmqFilter *src)
+{
+	if (src->key_family == AMQ_FAMILY_NONE)
+		return;
+	if (dst->key_family == AMQ_FAMILY_NONE)
+	{
+		dst->key_family = src->key_family;
+		dst->hash_scheme = src->hash_scheme;
+		dst->key_type = src->key_type;
+		return;
+	}
+	if (dst->key_family != src->key_family || dst->key_type != src->key_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("cannot combine amqfilters holding keys of families %s and %s",
+						AmqFamilyName(dst->key_family, dst->key_type),
+						AmqFamilyName(src->key_family, src->key_type))));
+}
+
+/*
+ * f op= g for two filters of one kind and geometry.  The key count of the
+ * result is estimated from its payload, within the bounds the operation
+ * implies.
+ */
+void
+AmqMergeOrError(AmqFilter *f, const AmqFilter *g, AmqMergeOp op)
+{
+	const AmqKindOps *ops = AmqKindOpsOf(f);
+	const char *what = (op == AMQ_MERGE_UNION) ? "union" : "intersection";
+	uint32		cap = (op == AMQ_MERGE_UNION) ? AMQ_CAP_UNION : AMQ_CAP_INTERSECT;
+	AmqStats	st;
+	double		lo;
+	double		hi;
+	AmqStatus	rc;
+
+	AmqRequireCap(ops, cap, what);
+	if (f->kind != g->kind)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("cannot compute the %s of amqfilters of kinds %s and %s",
+						what, ops->name, AmqKindOpsOf(g)->name),
+				 errhint("Both filters must be of one kind; kinds that support %s: %s.",
+						 what, amq_kind_names(cap))));
+	AmqMergeFamily(f, g);
+	rc = ops->merge(f, g, op);
+	if (rc == AMQ_ERR_MISMATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("cannot compute the %s of %s filters of different geometry",
+						what, ops->name),
+				 errdetail("The filters have %llu and %llu payload bytes, or different parameters or seeds.",
+						   (unsigned long long) f->payload_len,
+						   (unsigned long long) g->payload_len),
+				 errhint("Build both with the same kind, capacity and false-positive rate: amq_new() with the same arguments, or amq_agg() with a capacity.")));
+	if (rc != AMQ_OK)
+		elog(ERROR, "amqfilter %s failed: %s", what, amq_status_message(rc));
+
+	ops->stats(f, &st);
+	if (op == AMQ_MERGE_UNION)
+	{
+		lo = Max(f->nkeys, g->nkeys);
+		hi = (double) f->nkeys + (double) g->nkeys;
+	}
+	else
+	{
+		lo = 0;
+		hi = Min(f->nkeys, g->nkeys);
+	}
+	/* exact only for a union with an empty filter */
+	if (op == AMQ_MERGE_INTERSECT || (f->nkeys > 0 && g->nkeys > 0) ||
+		(g->flags & AMQ_FLAG_NKEYS_ESTIMATED))
+		f->flags |= AMQ_FLAG_NKEYS_ESTIMATED;
+	f->nkeys = (uint64) rint(Min(Max(st.est_distinct, lo), hi));
+}
+
+/* Raise the standard error when a kind lacks a capability. */
+void
+AmqRequireCap(const AmqKindOps *ops, uint32 cap, const char *what)
+{
+	const char *able;
+
+	if ((ops->caps & cap) == cap)
+		return;
+	able = amq_kind_names(cap);
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("amqfilter kind %s does not support %s", ops->name, what),
+			 *able ? errhint("Kinds that support %s: %s.", what, able) :
+			 errhint("No kind supports %s.", what)));
+}
+
+/*
+ * Add a key hash to a dynamic filter, counting it as a new key unless the
+ * filter already reported it present (so repeated keys count once).
+ */
+void
+AmqAddHash(AmqFilter *f, const AmqKindOps *ops, uint64 hash)
+{
+	AmqStatus	st;
+
+	if (!ops->contains(f, hash))
+		f->nkeys++;
+	st = ops->add(f, hash);
+	if (st == AMQ_ERR_FULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("amqfilter of kind %s is full", ops->name),
+				 errhint("Create the filter with a larger capacity.")));
+	if (st != AMQ_OK)
+		elog(ERROR, "could not add to amqfilter: %s", amq_status_message(st));
+}
+
+/*
+ * Build a filter sized exactly for n distinct hashes, sorted ascending
+ * (sorted order lets a dynamic kind touch its payload in order).  keyinfo
+ * supplies the key family, hash scheme and key type.
+ */
+Datum
+AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
+				   uint64 *hashes, Size n)
+{
+	AmqFilter	f;
+	const AmqKindOps *ops;
+	struct varlena *v;
+	AmqStatus	st = AMQ_OK;
+
+	AmqPlanOrError(&f, kind, Max(n, 1), fpr);
+	ops = AmqKindOpsOf(&f);
+	f.key_family = keyinfo->key_family;
+	f.hash_scheme = keyinfo->hash_scheme;
+	f.key_type = keyinfo->key_type;
+	v = AmqFilterAlloc(&f);
+
+	if (ops->caps & AMQ_CAP_STATIC)
+	{
+		AmqAllocator alloc = {NULL, NULL, NULL};
+
+		st = ops->build(&f, hashes, n, &alloc);
+	}
+	else
+	{
+		for (Size i = 0; i < n; i++)
+			ops->add(&f, hashes[i]);
+	}
+	if (st != AMQ_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not build amqfilter of kind %s: %s",
+						ops->name, amq_status_message(st))));
+	f.nkeys = n;
+	return AmqFilterFinish(v, &f);
+}
+
+/* Text form: base64 of the serialized filter. */
+Datum
+amqfilter_in(PG_FUNCTION_ARGS)
+{
+	char	   *str = PG_GETARG_CSTRING(0);
+	size_t		len = strlen(str);
+	uint8	   *buf = palloc(len / 4 * 3 + 1);
+	size_t		n;
+	struct varlena *v;
+
+	if (!amq_base64_decode(str, len, buf, &n))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type amqfilter"),
+				 errdetail("The text form of an amqfilter is its bytes in padded base64.")));
+	v = AmqFilterFromBytes(buf, n, ERRCODE_INVALID_TEXT_REPRESENTATION);
+	pfree(buf);
+	PG_RETURN_POINTER(v);
+}
+
+Datum
+amqfilter_out(PG_FUNCTION_ARGS)
+{
+	struct varlena *v = PG_GETARG_VARLENA_PP(0);
+	size_t		len = VARSIZE_ANY_EXHDR(v);
+	char	   *out = palloc(amq_base64_encoded_len(len) + 1);
+	size_t		n = amq_base64_encode((const uint8 *) VARDATA_ANY(v), len, out);
+
+	out[n] = '\0';
+	PG_RETURN_CSTRING(out);
+}
+
+Datum
+amqfilter_recv(PG_FUNCTION_ARGS)
+{
+	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
+	struct varlena *v;
+
+	v = AmqFilterFromBytes((const uint8 *) buf->data + buf->cursor,
+						   buf->len - buf->cursor,
+						   ERRCODE_INVALID_BINARY_REPRESENTATION);
+	buf->cursor = buf->len;
+	PG_RETURN_POINTER(v);
+}
+
+Datum
+amqfilter_send(PG_FUNCTION_ARGS)
+{
+	struct varlena *v = PG_GETARG_VARLENA_PP(0);
+	StringInfoData buf;
+
+	pq_begintypsend(&buf);
+	pq_sendbytes(&buf, VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
+	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
+}
+
+/* bytea -> amqfilter: validated like any other input. */
+Datum
+amq_from_bytea(PG_FUNCTION_ARGS)
+{
+	bytea	   *b = PG_GETARG_BYTEA_PP(0);
+
+	PG_RETURN_POINTER(AmqFilterFromBytes((const uint8 *) VARDATA_ANY(b),
+										 VARSIZE_ANY_EXHDR(b),
+										 ERRCODE_INVALID_BINARY_REPRESENTATION));
+}

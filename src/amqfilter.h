@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * amqfilter.h
+ *	  The amqfilter SQL type: a varlena holding one serialized filter
+ *	  (header and payload, see amq.h), and the helpers the SQL functions
+ *	  share.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AMQFILTER_H
+#define AMQFILTER_H
+
+#include "compat.h"
+
+#include "fmgr.h"
+
+#include "amq.h"
+#include "hashing.h"
+
+/* bytes of a varlena holding a filter with this payload */
+#define AMQ_VARSIZE(payload_len)	(VARHDRSZ + AMQ_HEADER_SIZE + (Size) (payload_len))
+
+extern struct varlena *AmqFilterAlloc(AmqFilter *f);
+extern Datum AmqFilterFinish(struct varlena *v, AmqFilter *f);
+extern struct varlena *AmqFilterFromBytes(const uint8 *bytes, Size len,
+										  int errcode_malformed);
+extern void AmqFilterDecode(struct varlena *v, AmqFilter *f);
+extern struct varlena *AmqFilterGetArg(FunctionCallInfo fcinfo, int argno,
+									   AmqFilter *f, bool copy);
+
+extern const AmqKindOps *AmqKindOpsByName(const char *name);
+extern const AmqKindOps *AmqKindOpsOf(const AmqFilter *f);
+extern void AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr);
+extern void AmqCheckFpr(double fpr);
+extern void AmqSetFamily(AmqFilter *f, const AmqKeyHasher *h);
+extern void AmqMergeFamily(AmqFilter *dst, const AmqFilter *src);
+extern void AmqAddHash(AmqFilter *f, const AmqKindOps *ops, uint64 hash);
+extern Datum AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
+								uint64 *hashes, Size n);
+extern void AmqMergeOrError(AmqFilter *f, const AmqFilter *g, AmqMergeOp op);
+extern void AmqRequireCap(const AmqKindOps *ops, uint32 cap, const char *what);
+
+#endif							/* AMQFILTER_H */

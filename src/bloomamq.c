@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ *
+ * bloomamq.c
+ *	  Module entry point of bloomamq: approximate membership query filters
+ *	  (the Bloom family) for PostgreSQL.
+ *
+ * Layout: the filter kinds and their format are pure C (amq.h,
+ * amq_format.c, kind_*.c); the SQL layer over them is the type's I/O
+ * (amqfilter.c), probes (amq_probe.c), functions (amq_funcs.c),
+ * aggregates (amq_agg.c) and canonical key hashing (hashing.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "compat.h"
+
+#include "fmgr.h"
+
+PG_MODULE_MAGIC;

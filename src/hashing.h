@@ -1,0 +1,44 @@
+/*-------------------------------------------------------------------------
+ *
+ * hashing.h
+ *	  Canonical 64-bit hashes of SQL values (see hashing.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AMQ_HASHING_H
+#define AMQ_HASHING_H
+
+#include "compat.h"
+
+#include "fmgr.h"
+
+#include "amq.h"
+
+struct AmqKeyHasher;
+typedef uint64 (*AmqHashFn) (Datum value, struct AmqKeyHasher *h);
+
+/* How to hash the values of one SQL type; set up once per call site. */
+typedef struct AmqKeyHasher
+{
+	Oid			typid;			/* the type as given */
+	Oid			basetype;		/* domains resolved */
+	Oid			collation;
+	uint8		family;			/* AmqKeyFamily */
+	uint8		scheme;			/* AmqHashScheme */
+	uint32		key_type;		/* basetype for AMQ_FAMILY_OTHER, else 0 */
+	AmqHashFn	hash;
+	FmgrInfo	ext_hash;		/* AMQ_FAMILY_OTHER: extended hash proc */
+} AmqKeyHasher;
+
+extern void AmqHasherInit(AmqKeyHasher *h, Oid typid, Oid collation,
+						  MemoryContext mcxt);
+extern const char *AmqFamilyName(int family, uint32 key_type);
+extern void AmqCheckFamily(const AmqFilter *f, const AmqKeyHasher *h);
+
+static inline uint64
+AmqHashDatum(AmqKeyHasher *h, Datum value)
+{
+	return h->hash(value, h);
+}
+
+#endif							/* AMQ_HASHING_H */

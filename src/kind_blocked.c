@@ -1,0 +1,263 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_blocked.c
+ *	  The "blocked" kind: a split block Bloom filter in Parquet's layout.
+ *
+ * Parameters: param[0] = nblocks (1 <= nblocks < 2^32); param[1] and
+ * param[2] are reserved and zero.  The payload is nblocks 32-byte blocks;
+ * the probe itself is in kind_blocked.h so the SQL layer can inline it.
+ *
+ * Every key sets exactly one bit in each of its block's eight words, so
+ * the false-positive rate of a block holding j keys is (1 - (31/32)^j)^8.
+ * Keys spread over blocks as a Poisson process, and plan() sizes the filter
+ * by summing that model numerically rather than with a closed-form guess,
+ * which would be several percent too large or too small.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+
+#include "amq.h"
+#include "kind_blocked.h"
+
+/* blocks are addressed by a 32-bit multiply-shift */
+#define BLOCKED_MAX_BLOCKS	\
+	(AMQ_MAX_PAYLOAD / AMQ_BLOCKED_BLOCK_BYTES < UINT64_C(0xffffffff) ? \
+	 AMQ_MAX_PAYLOAD / AMQ_BLOCKED_BLOCK_BYTES : UINT64_C(0xffffffff))
+
+/* false-positive rate of a block holding exactly j keys */
+static double
+block_fpr(double j, double log_miss)
+{
+	return pow(1.0 - exp(j * log_miss), 8.0);
+}
+
+/*
+ * Model false-positive rate with lambda keys per block on average:
+ * sum over j of Poisson(j; lambda) * block_fpr(j).
+ *
+ * The Poisson weights are computed outward from the mode, starting from a
+ * log-space value there, so nothing underflows for large lambda (where
+ * exp(-lambda) alone would).
+ */
+static double
+blocked_model_fpr(double lambda)
+{
+	double		log_miss = log(31.0 / 32.0);
+	double		mode;
+	double		pmode;
+	double		p;
+	double		sum;
+	double		j;
+
+	if (!(lambda > 0.0))
+		return 0.0;
+
+	/* beyond this every word is all but certainly full */
+	if (lambda > 1.0e4)
+		return 1.0;
+
+	mode = floor(lambda);
+	pmode = exp(-lambda + mode * log(lambda) - lgamma(mode + 1.0));
+	sum = pmode * block_fpr(mode, log_miss);
+
+	/*
+	 * Upward: past 2 * lambda the weights fall at least geometrically by half
+	 * and block_fpr <= 1, so the rest of the tail is below 2p.
+	 */
+	p = pmode;
+	for (j = mode + 1.0;; j += 1.0)
+	{
+		p *= lambda / j;
+		sum += p * block_fpr(j, log_miss);
+		if (p == 0.0 || (j > 2.0 * lambda + 1.0 && p <= sum * 1e-17))
+			break;
+	}
+
+	/* downward: both the weights and block_fpr shrink, so stop when small */
+	p = pmode;
+	for (j = mode - 1.0; j >= 0.0; j -= 1.0)
+	{
+		double		term;
+
+		p *= (j + 1.0) / lambda;
+		term = p * block_fpr(j, log_miss);
+		sum += term;
+		if (p == 0.0 || term <= sum * 1e-17)
+			break;
+	}
+
+	return sum;
+}
+
+static AmqStatus
+blocked_plan(AmqFilter *f, uint64_t capacity, double fpr)
+{
+	double		n = (double) (capacity > 0 ? capacity : 1);
+	uint64_t	lo = 1;
+	uint64_t	hi = BLOCKED_MAX_BLOCKS;
+
+	if (!(fpr > 0.0 && fpr < 1.0))
+		return AMQ_ERR_PARAM;
+
+	if (blocked_model_fpr(n / (double) hi) > fpr)
+		return AMQ_ERR_TOO_LARGE;
+
+	/* smallest nblocks meeting the target; the model falls as nblocks grows */
+	while (lo < hi)
+	{
+		uint64_t	mid = lo + (hi - lo) / 2;
+
+		if (blocked_model_fpr(n / (double) mid) <= fpr)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+
+	f->param[0] = lo;
+	f->param[1] = 0;
+	f->param[2] = 0;
+	f->payload_len = lo * AMQ_BLOCKED_BLOCK_BYTES;
+	return AMQ_OK;
+}
+
+static AmqStatus
+blocked_check(const AmqFilter *f)
+{
+	uint64_t	nblocks = f->param[0];
+
+	if (nblocks < 1 || nblocks > BLOCKED_MAX_BLOCKS)
+		return AMQ_ERR_CORRUPT;
+	if (f->payload_len != nblocks * AMQ_BLOCKED_BLOCK_BYTES)
+		return AMQ_ERR_CORRUPT;
+	if (f->param[1] != 0 || f->param[2] != 0)
+		return AMQ_ERR_CORRUPT;
+	return AMQ_OK;
+}
+
+static AmqStatus
+blocked_add(AmqFilter *f, uint64_t hash)
+{
+	uint64_t	h = amq_seeded(f, hash);
+	uint64_t	block = amq_blocked_block(h, f->param[0]);
+
+	amq_blocked_insert(f->payload + block * AMQ_BLOCKED_BLOCK_BYTES,
+					   (uint32_t) h);
+	return AMQ_OK;
+}
+
+static bool
+blocked_contains(const AmqFilter *f, uint64_t hash)
+{
+	uint64_t	h = amq_seeded(f, hash);
+	uint64_t	block = amq_blocked_block(h, f->param[0]);
+
+	return amq_blocked_probe(f->payload + block * AMQ_BLOCKED_BLOCK_BYTES,
+							 (uint32_t) h);
+}
+
+static void
+blocked_probe_span(const AmqFilter *f, uint64_t hash,
+				   uint64_t *offset, uint32_t *length)
+{
+	uint64_t	h = amq_seeded(f, hash);
+
+	*offset = amq_blocked_block(h, f->param[0]) * AMQ_BLOCKED_BLOCK_BYTES;
+	*length = AMQ_BLOCKED_BLOCK_BYTES;
+}
+
+static bool
+blocked_contains_span(const AmqFilter *f, uint64_t hash, const uint8_t *span)
+{
+	return amq_blocked_probe(span, (uint32_t) amq_seeded(f, hash));
+}
+
+static AmqStatus
+blocked_merge(AmqFilter *dst, const AmqFilter *src, AmqMergeOp op)
+{
+	uint64_t	len = dst->payload_len;
+	uint64_t	off;
+
+	if (dst->kind != src->kind ||
+		dst->param[0] != src->param[0] ||
+		dst->param[1] != src->param[1] ||
+		dst->param[2] != src->param[2] ||
+		dst->payload_len != src->payload_len ||
+		dst->seed != src->seed)
+		return AMQ_ERR_MISMATCH;
+
+	/* bytewise logic, so word order does not matter; len is a multiple of 32 */
+	for (off = 0; off < len; off += 8)
+	{
+		uint64_t	a,
+					b;
+
+		memcpy(&a, dst->payload + off, 8);
+		memcpy(&b, src->payload + off, 8);
+		a = (op == AMQ_MERGE_UNION) ? (a | b) : (a & b);
+		memcpy(dst->payload + off, &a, 8);
+	}
+	return AMQ_OK;
+}
+
+/*
+ * Each key sets one bit per word, so a word is a 32-bin linear counter:
+ * pc set bits suggest ln(1 - pc/32) / ln(31/32) keys.  The eight words of a
+ * block estimate the same count; their mean is the block's estimate.
+ */
+static void
+blocked_stats(const AmqFilter *f, AmqStats *st)
+{
+	uint64_t	nblocks = f->param[0];
+	double		keys_for_pc[33];
+	double		fpr_sum = 0.0;
+	double		distinct = 0.0;
+	uint64_t	ones = 0;
+	uint64_t	b;
+	int			pc;
+
+	for (pc = 0; pc < 32; pc++)
+		keys_for_pc[pc] = log(1.0 - pc / 32.0) / log(31.0 / 32.0);
+	/* a full word says only "many": count it as half a bit short of full */
+	keys_for_pc[32] = log(0.5 / 32.0) / log(31.0 / 32.0);
+
+	for (b = 0; b < nblocks; b++)
+	{
+		const uint8_t *block = f->payload + b * AMQ_BLOCKED_BLOCK_BYTES;
+		double		prod = 1.0;
+		double		keys = 0.0;
+		int			i;
+
+		for (i = 0; i < 8; i++)
+		{
+			pc = __builtin_popcount(amq_load32(block + 4 * i));
+			ones += (uint64_t) pc;
+			prod *= pc / 32.0;
+			keys += keys_for_pc[pc];
+		}
+		fpr_sum += prod;
+		distinct += keys / 8.0;
+	}
+
+	st->fill = (double) ones / (256.0 * (double) nblocks);
+	st->est_fpr = fpr_sum / (double) nblocks;
+	st->est_distinct = distinct;
+	st->k = 8;
+	st->fingerprint_bits = 0;
+}
+
+const AmqKindOps amq_blocked_ops = {
+	.name = "blocked",
+	.id = AMQ_KIND_BLOCKED,
+	.caps = AMQ_CAP_ADD | AMQ_CAP_UNION | AMQ_CAP_INTERSECT | AMQ_CAP_SLICE,
+	.plan = blocked_plan,
+	.check = blocked_check,
+	.add = blocked_add,
+	.build = NULL,
+	.remove = NULL,
+	.contains = blocked_contains,
+	.probe_span = blocked_probe_span,
+	.contains_span = blocked_contains_span,
+	.merge = blocked_merge,
+	.stats = blocked_stats,
+};

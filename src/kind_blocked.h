@@ -1,0 +1,86 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_blocked.h
+ *	  Inline hot path of the "blocked" kind (split block Bloom filter).
+ *
+ * The layout is Parquet's: the payload is an array of 32-byte blocks, each
+ * eight little-endian 32-bit words.  The high 32 bits of the (seeded) hash
+ * pick the block by multiply-shift, so ascending hashes visit blocks in
+ * ascending order; the low 32 bits, multiplied by one odd salt per word,
+ * pick one bit in each of the eight words.  A probe therefore touches one
+ * cache line and costs eight multiplies, with no data-dependent branch.
+ *
+ * These are exposed so the SQL layer can inline the probe for the default
+ * kind; callers apply amq_seeded() to the key hash first.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KIND_BLOCKED_H
+#define KIND_BLOCKED_H
+
+#include "amq.h"
+
+#define AMQ_BLOCKED_BLOCK_BYTES	32
+
+/* the bit that lowhash sets in a word, given that word's salt */
+#define AMQ_BLOCKED_BIT(x, salt) \
+	((uint32_t) 1 << (((uint32_t) (x) * (uint32_t) (salt)) >> 27))
+
+/* Parquet's salts, one per word; kept as immediates in the code below */
+#define AMQ_BLOCKED_SALT0	0x47b6137bu
+#define AMQ_BLOCKED_SALT1	0x44974d91u
+#define AMQ_BLOCKED_SALT2	0x8824ad5bu
+#define AMQ_BLOCKED_SALT3	0xa2b7289du
+#define AMQ_BLOCKED_SALT4	0x705495c7u
+#define AMQ_BLOCKED_SALT5	0x2df1424bu
+#define AMQ_BLOCKED_SALT6	0x9efc4947u
+#define AMQ_BLOCKED_SALT7	0x5c6bfb31u
+
+/* Block index of a (seeded) hash among nblocks (< 2^32) blocks. */
+static inline uint64_t
+amq_blocked_block(uint64_t hash, uint64_t nblocks)
+{
+	return ((hash >> 32) * nblocks) >> 32;
+}
+
+/*
+ * Is every bit of lowhash's pattern set in the 32-byte block?  The misses
+ * of all eight words are OR-ed together so the compiler emits straight-line
+ * code.
+ */
+static inline bool
+amq_blocked_probe(const uint8_t *block32, uint32_t lowhash)
+{
+	uint32_t	miss;
+
+	miss = AMQ_BLOCKED_BIT(lowhash, AMQ_BLOCKED_SALT0) & ~amq_load32(block32 + 0);
+	miss |= AMQ_BLOCKED_BIT(lowhash, AMQ_BLOCKED_SALT1) & ~amq_load32(block32 + 4);
+	miss |= AMQ_BLOCKED_BIT(lowhash, AMQ_BLOCKED_SALT2) & ~amq_load32(block32 + 8);
+	miss |= AMQ_BLOCKED_BIT(lowhash, AMQ_BLOCKED_SALT3) & ~amq_load32(block32 + 12);
+	miss |= AMQ_BLOCKED_BIT(lowhash, AMQ_BLOCKED_SALT4) & ~amq_load32(block32 + 16);
+	miss |= AMQ_BLOCKED_BIT(lowhash, AMQ_BLOCKED_SALT5) & ~amq_load32(block32 + 20);
+	miss |= AMQ_BLOCKED_BIT(lowhash, AMQ_BLOCKED_SALT6) & ~amq_load32(block32 + 24);
+	miss |= AMQ_BLOCKED_BIT(lowhash, AMQ_BLOCKED_SALT7) & ~amq_load32(block32 + 28);
+	return miss == 0;
+}
+
+/* Set lowhash's pattern in the 32-byte block. */
+static inline void
+amq_blocked_insert(uint8_t *block32, uint32_t lowhash)
+{
+#define AMQ_BLOCKED_SET(off, salt) \
+	amq_store32(block32 + (off), \
+				amq_load32(block32 + (off)) | AMQ_BLOCKED_BIT(lowhash, salt))
+
+	AMQ_BLOCKED_SET(0, AMQ_BLOCKED_SALT0);
+	AMQ_BLOCKED_SET(4, AMQ_BLOCKED_SALT1);
+	AMQ_BLOCKED_SET(8, AMQ_BLOCKED_SALT2);
+	AMQ_BLOCKED_SET(12, AMQ_BLOCKED_SALT3);
+	AMQ_BLOCKED_SET(16, AMQ_BLOCKED_SALT4);
+	AMQ_BLOCKED_SET(20, AMQ_BLOCKED_SALT5);
+	AMQ_BLOCKED_SET(24, AMQ_BLOCKED_SALT6);
+	AMQ_BLOCKED_SET(28, AMQ_BLOCKED_SALT7);
+#undef AMQ_BLOCKED_SET
+}
+
+#endif							/* KIND_BLOCKED_H */

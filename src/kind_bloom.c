@@ -1,0 +1,203 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_bloom.c
+ *	  The "bloom" kind: a standard Bloom filter.
+ *
+ * Parameters: param[0] = m, the number of bits (a multiple of 64, at least
+ * 64); param[1] = k, bits per key (1..30); param[2] is reserved and zero.
+ * The payload is m/8 bytes; bit i lives in byte i >> 3 at bit i & 7, which
+ * is the same as bit i of the little-endian 64-bit word array.
+ *
+ * The k positions come from the one 64-bit hash by Kirsch-Mitzenmacher
+ * double hashing, g_i = h + i * h2 with h2 the hash rotated by 32 bits and
+ * made odd, each mapped onto [0, m) by multiply-shift.  Multiply-shift reads
+ * the high bits of g_i, so in effect the two 32-bit halves of the hash serve
+ * as the two independent hashes, with the carries from the low halves
+ * filling in the finer bits that filters above 2^32 bits need.
+ *
+ * Nothing here allocates; the payload belongs to the caller.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+
+#include "amq.h"
+
+#define BLOOM_MAX_K		30
+#define BLOOM_LN2		0.69314718055994530942	/* M_LN2 is not C99 */
+
+/* the second hash of double hashing: odd, so the k positions differ */
+static inline uint64_t
+bloom_step(uint64_t h)
+{
+	return ((h >> 32) | (h << 32)) | 1;
+}
+
+static AmqStatus
+bloom_plan(AmqFilter *f, uint64_t capacity, double fpr)
+{
+	double		n = (double) (capacity > 0 ? capacity : 1);
+	double		bits;
+	double		k;
+	uint64_t	m;
+
+	if (!(fpr > 0.0 && fpr < 1.0))
+		return AMQ_ERR_PARAM;
+
+	bits = ceil(-n * log(fpr) / (BLOOM_LN2 * BLOOM_LN2));
+	/* test in floating point first so the conversion cannot overflow */
+	if (!(bits <= (double) AMQ_MAX_PAYLOAD * 8.0))
+		return AMQ_ERR_TOO_LARGE;
+	m = (uint64_t) bits;
+	if (m < 64)
+		m = 64;
+	m = (m + 63) & ~(uint64_t) 63;
+	if (m / 8 > AMQ_MAX_PAYLOAD)
+		return AMQ_ERR_TOO_LARGE;
+
+	k = round((double) m / n * BLOOM_LN2);
+	if (k < 1.0)
+		k = 1.0;
+	if (k > BLOOM_MAX_K)
+		k = BLOOM_MAX_K;
+
+	f->param[0] = m;
+	f->param[1] = (uint64_t) k;
+	f->param[2] = 0;
+	f->payload_len = m / 8;
+	return AMQ_OK;
+}
+
+static AmqStatus
+bloom_check(const AmqFilter *f)
+{
+	uint64_t	m = f->param[0];
+	uint64_t	k = f->param[1];
+
+	if (m < 64 || (m & 63) != 0)
+		return AMQ_ERR_CORRUPT;
+	if (f->payload_len != m / 8 || f->payload_len > AMQ_MAX_PAYLOAD)
+		return AMQ_ERR_CORRUPT;
+	if (k < 1 || k > BLOOM_MAX_K)
+		return AMQ_ERR_CORRUPT;
+	if (f->param[2] != 0)
+		return AMQ_ERR_CORRUPT;
+	return AMQ_OK;
+}
+
+static AmqStatus
+bloom_add(AmqFilter *f, uint64_t hash)
+{
+	uint64_t	h = amq_seeded(f, hash);
+	uint64_t	step = bloom_step(h);
+	uint64_t	m = f->param[0];
+	uint32_t	k = (uint32_t) f->param[1];
+	uint8_t    *bits = f->payload;
+	uint32_t	i;
+
+	for (i = 0; i < k; i++)
+	{
+		uint64_t	pos = amq_reduce(h, m);
+
+		bits[pos >> 3] |= (uint8_t) (1u << (pos & 7));
+		h += step;
+	}
+	return AMQ_OK;
+}
+
+/*
+ * No early exit: the k loads are independent, so the CPU overlaps their
+ * cache misses, and there is no mispredicted branch per bit.
+ */
+static bool
+bloom_contains(const AmqFilter *f, uint64_t hash)
+{
+	uint64_t	h = amq_seeded(f, hash);
+	uint64_t	step = bloom_step(h);
+	uint64_t	m = f->param[0];
+	uint32_t	k = (uint32_t) f->param[1];
+	const uint8_t *bits = f->payload;
+	uint32_t	hit = 1;
+	uint32_t	i;
+
+	for (i = 0; i < k; i++)
+	{
+		uint64_t	pos = amq_reduce(h, m);
+
+		hit &= (uint32_t) bits[pos >> 3] >> (pos & 7);
+		h += step;
+	}
+	return (hit & 1) != 0;
+}
+
+static AmqStatus
+bloom_merge(AmqFilter *dst, const AmqFilter *src, AmqMergeOp op)
+{
+	uint64_t	len = dst->payload_len;
+	uint64_t	off;
+
+	if (dst->kind != src->kind ||
+		dst->param[0] != src->param[0] ||
+		dst->param[1] != src->param[1] ||
+		dst->param[2] != src->param[2] ||
+		dst->payload_len != src->payload_len ||
+		dst->seed != src->seed)
+		return AMQ_ERR_MISMATCH;
+
+	/* bytewise logic, so word order does not matter; len is a multiple of 8 */
+	for (off = 0; off < len; off += 8)
+	{
+		uint64_t	a,
+					b;
+
+		memcpy(&a, dst->payload + off, 8);
+		memcpy(&b, src->payload + off, 8);
+		a = (op == AMQ_MERGE_UNION) ? (a | b) : (a & b);
+		memcpy(dst->payload + off, &a, 8);
+	}
+	return AMQ_OK;
+}
+
+static void
+bloom_stats(const AmqFilter *f, AmqStats *st)
+{
+	double		m = (double) f->param[0];
+	double		k = (double) f->param[1];
+	uint64_t	ones = 0;
+	uint64_t	off;
+	double		fill;
+	double		empty;
+
+	for (off = 0; off < f->payload_len; off += 8)
+		ones += (uint64_t) __builtin_popcountll(amq_load64(f->payload + off));
+
+	fill = (double) ones / m;
+
+	/*
+	 * A saturated filter says only "at least this many"; count it as half a
+	 * bit short of full so the estimate stays finite.
+	 */
+	empty = (ones == f->param[0]) ? 0.5 / m : 1.0 - fill;
+
+	st->fill = fill;
+	st->est_fpr = pow(fill, k);
+	st->est_distinct = -(m / k) * log(empty);
+	st->k = (uint32_t) f->param[1];
+	st->fingerprint_bits = 0;
+}
+
+const AmqKindOps amq_bloom_ops = {
+	.name = "bloom",
+	.id = AMQ_KIND_BLOOM,
+	.caps = AMQ_CAP_ADD | AMQ_CAP_UNION | AMQ_CAP_INTERSECT,
+	.plan = bloom_plan,
+	.check = bloom_check,
+	.add = bloom_add,
+	.build = NULL,
+	.remove = NULL,
+	.contains = bloom_contains,
+	.probe_span = NULL,
+	.contains_span = NULL,
+	.merge = bloom_merge,
+	.stats = bloom_stats,
+};
