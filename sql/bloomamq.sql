@@ -63,9 +63,10 @@ CREATE FUNCTION amq_from_array(keys anyarray, fpr float8 DEFAULT 0.01, kind text
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION amq_from_array(anyarray, float8, text) IS 'filter sized exactly for the distinct non-NULL elements of an array';
 
-CREATE FUNCTION amq_add(amqfilter, anyelement) RETURNS amqfilter
+-- anynonarray, so that an array argument picks the array form unambiguously
+CREATE FUNCTION amq_add(amqfilter, anynonarray) RETURNS amqfilter
 	AS 'MODULE_PATHNAME', 'amq_add' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION amq_add(amqfilter, anyelement) IS 'the filter with a key added';
+COMMENT ON FUNCTION amq_add(amqfilter, anynonarray) IS 'the filter with a key added';
 
 CREATE FUNCTION amq_add(amqfilter, anyarray) RETURNS amqfilter
 	AS 'MODULE_PATHNAME', 'amq_add_array' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
@@ -83,6 +84,8 @@ CREATE FUNCTION amq_contains(amqfilter, bigint) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'amq_contains' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION amq_contains(amqfilter, integer) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'amq_contains' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION amq_contains(amqfilter, smallint) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'amq_contains' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION amq_contains(amqfilter, uuid) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'amq_contains' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION amq_contains(amqfilter, bytea) RETURNS boolean
@@ -96,6 +99,8 @@ CREATE FUNCTION amq_contained(bigint, amqfilter) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'amq_contained' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION amq_contained(integer, amqfilter) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'amq_contained' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION amq_contained(smallint, amqfilter) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'amq_contained' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION amq_contained(uuid, amqfilter) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'amq_contained' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION amq_contained(bytea, amqfilter) RETURNS boolean
@@ -105,12 +110,14 @@ COMMENT ON FUNCTION amq_contains(amqfilter, anyelement) IS 'may the filter conta
 COMMENT ON FUNCTION amq_contains(amqfilter, text) IS 'may the filter contain the text key? (false: surely not)';
 COMMENT ON FUNCTION amq_contains(amqfilter, bigint) IS 'may the filter contain the integer key? (false: surely not)';
 COMMENT ON FUNCTION amq_contains(amqfilter, integer) IS 'may the filter contain the integer key? (false: surely not)';
+COMMENT ON FUNCTION amq_contains(amqfilter, smallint) IS 'may the filter contain the integer key? (false: surely not)';
 COMMENT ON FUNCTION amq_contains(amqfilter, uuid) IS 'may the filter contain the uuid key? (false: surely not)';
 COMMENT ON FUNCTION amq_contains(amqfilter, bytea) IS 'may the filter contain the bytea key? (false: surely not)';
 COMMENT ON FUNCTION amq_contained(anyelement, amqfilter) IS 'may the key be in the filter? (false: surely not)';
 COMMENT ON FUNCTION amq_contained(text, amqfilter) IS 'may the text key be in the filter? (false: surely not)';
 COMMENT ON FUNCTION amq_contained(bigint, amqfilter) IS 'may the integer key be in the filter? (false: surely not)';
 COMMENT ON FUNCTION amq_contained(integer, amqfilter) IS 'may the integer key be in the filter? (false: surely not)';
+COMMENT ON FUNCTION amq_contained(smallint, amqfilter) IS 'may the integer key be in the filter? (false: surely not)';
 COMMENT ON FUNCTION amq_contained(uuid, amqfilter) IS 'may the uuid key be in the filter? (false: surely not)';
 COMMENT ON FUNCTION amq_contained(bytea, amqfilter) IS 'may the bytea key be in the filter? (false: surely not)';
 
@@ -118,12 +125,14 @@ CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = anyelement, FUNCTION = amq_c
 CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = text, FUNCTION = amq_contains, COMMUTATOR = <@);
 CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = bigint, FUNCTION = amq_contains, COMMUTATOR = <@);
 CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = integer, FUNCTION = amq_contains, COMMUTATOR = <@);
+CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = smallint, FUNCTION = amq_contains, COMMUTATOR = <@);
 CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = uuid, FUNCTION = amq_contains, COMMUTATOR = <@);
 CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = bytea, FUNCTION = amq_contains, COMMUTATOR = <@);
 CREATE OPERATOR <@ (LEFTARG = anyelement, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
 CREATE OPERATOR <@ (LEFTARG = text, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
 CREATE OPERATOR <@ (LEFTARG = bigint, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
 CREATE OPERATOR <@ (LEFTARG = integer, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
+CREATE OPERATOR <@ (LEFTARG = smallint, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
 CREATE OPERATOR <@ (LEFTARG = uuid, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
 CREATE OPERATOR <@ (LEFTARG = bytea, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
 
@@ -131,12 +140,14 @@ COMMENT ON OPERATOR @> (amqfilter, anyelement) IS 'may the filter contain the ke
 COMMENT ON OPERATOR @> (amqfilter, text) IS 'may the filter contain the key?';
 COMMENT ON OPERATOR @> (amqfilter, bigint) IS 'may the filter contain the key?';
 COMMENT ON OPERATOR @> (amqfilter, integer) IS 'may the filter contain the key?';
+COMMENT ON OPERATOR @> (amqfilter, smallint) IS 'may the filter contain the key?';
 COMMENT ON OPERATOR @> (amqfilter, uuid) IS 'may the filter contain the key?';
 COMMENT ON OPERATOR @> (amqfilter, bytea) IS 'may the filter contain the key?';
 COMMENT ON OPERATOR <@ (anyelement, amqfilter) IS 'may the key be in the filter?';
 COMMENT ON OPERATOR <@ (text, amqfilter) IS 'may the key be in the filter?';
 COMMENT ON OPERATOR <@ (bigint, amqfilter) IS 'may the key be in the filter?';
 COMMENT ON OPERATOR <@ (integer, amqfilter) IS 'may the key be in the filter?';
+COMMENT ON OPERATOR <@ (smallint, amqfilter) IS 'may the key be in the filter?';
 COMMENT ON OPERATOR <@ (uuid, amqfilter) IS 'may the key be in the filter?';
 COMMENT ON OPERATOR <@ (bytea, amqfilter) IS 'may the key be in the filter?';
 

@@ -200,7 +200,8 @@ cache_filter(FunctionCallInfo fcinfo, AmqProbeCache *c, Datum d,
 {
 	Pointer		p = DatumGetPointer(d);
 
-	if (!VARATT_IS_EXTENDED(p) || VARATT_IS_SHORT(p))
+	/* (a TOAST pointer has a short header too, hence the second test) */
+	if (!VARATT_IS_EXTENDED(p) || (VARATT_IS_SHORT(p) && !VARATT_IS_EXTERNAL(p)))
 	{
 		/* in memory, uncompressed: decoding is free, no copy needed */
 		if (c->have_filter && !c->src_toasted && c->src == p &&
