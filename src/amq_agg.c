@@ -77,6 +77,9 @@ typedef struct AmqAggState
 	AmqFilter	f;
 } AmqAggState;
 
+static Datum agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s,
+							AmqKeyHasher *h);
+
 static MemoryContext
 agg_context(FunctionCallInfo fcinfo, const char *fname)
 {
@@ -174,9 +177,26 @@ state_new(MemoryContext mcxt)
 Datum
 amq_agg_trans(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_trans");
 	AmqAggState *s = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
 	AmqKeyHasher *h = (AmqKeyHasher *) fcinfo->flinfo->fn_extra;
+
+	/* the per-row path: append one hash */
+	if (likely(s != NULL && s->mode == AGG_BUFFER && h != NULL &&
+			   s->nhashes < s->maxhashes))
+	{
+		if (!PG_ARGISNULL(1))
+			s->hashes[s->nhashes++] = AmqHashDatum(h, PG_GETARG_DATUM(1));
+		PG_RETURN_POINTER(s);
+	}
+
+	return agg_trans_slow(fcinfo, s, h);
+}
+
+/* amq_agg_trans for the first row, a full buffer, or a fixed-size filter */
+static Datum
+agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
+{
+	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_trans");
 	uint64		hash;
 
 	if (h == NULL)
