@@ -44,3 +44,9 @@ test/unit/test_kinds: test/unit/test_kinds.c $(UNIT_SRCS) src/amq.h
 .PHONY: unittest
 unittest: test/unit/test_kinds
 	test/unit/test_kinds
+
+# Benchmarks against the peers in one run (SPEC section 12), on a throwaway
+# cluster; never fails on timing.  e.g. make bench BENCH_ARGS="1000000 10000"
+.PHONY: bench
+bench:
+	tools/bench $(BENCH_ARGS)

@@ -32,9 +32,14 @@ SELECT id, f::text::amqfilter::bytea = f::bytea AS same FROM filters ORDER BY id
 SELECT id, f::bytea::amqfilter::text = f::text AS same FROM filters ORDER BY id;
 
 -- binary COPY (send/recv) round trip is exact
-COPY filters TO '/tmp/bloomamq_regress_io.bin' (FORMAT binary);
 CREATE TABLE filters2 (id int, f amqfilter);
-COPY filters2 FROM '/tmp/bloomamq_regress_io.bin' (FORMAT binary);
+DO $$
+DECLARE
+	path text := '/tmp/bloomamq_regress_io_' || pg_backend_pid() || '.bin';
+BEGIN
+	EXECUTE format('COPY filters TO %L (FORMAT binary)', path);
+	EXECUTE format('COPY filters2 FROM %L (FORMAT binary)', path);
+END $$;
 SELECT a.id, a.f::bytea IS NOT DISTINCT FROM b.f::bytea AS same
 FROM filters a JOIN filters2 b USING (id) ORDER BY a.id;
 
@@ -78,5 +83,25 @@ SELECT pg_temp.err(format('SELECT %L::bytea::amqfilter', set_byte(f::bytea, 7, 2
 
 -- the type stores out of line uncompressed, for slice probes
 SELECT typstorage FROM pg_type WHERE typname = 'amqfilter';
+
+-- Large filters stored out of line: each row probes its own filter.  The
+-- blocked kind reads a header slice and one block; bloom detoasts whole.
+CREATE TABLE big_filters AS
+SELECT b, kind, amq_agg(b * 100000 + g, 0.01, kind, 100000) AS f
+FROM generate_series(1, 4) b, generate_series(1, 20000) g, (VALUES ('blocked'), ('bloom')) k(kind)
+GROUP BY b, kind;
+SELECT kind, min(pg_column_size(f)) > 100000 AS toasted_size FROM big_filters GROUP BY kind ORDER BY kind;
+-- every row finds its own keys (no false negatives) ...
+SELECT kind, b, count(*) FILTER (WHERE f @> b * 100000 + g) AS found
+FROM big_filters, generate_series(1, 20000) g GROUP BY kind, b ORDER BY kind, b;
+-- one probe per row (the slice path for blocked filters), present keys ...
+SELECT kind, count(*) AS rows_found FROM big_filters WHERE f @> b * 100000 + 777
+GROUP BY kind ORDER BY kind;
+-- ... and absent ones, answered exactly as by the detoasted filter
+SELECT count(*) AS disagreements
+FROM generate_series(900001, 901000) g, LATERAL (
+	SELECT (f @> g) IS DISTINCT FROM (f::bytea::amqfilter @> g) AS differ FROM big_filters) s
+WHERE differ;
+DROP TABLE big_filters;
 
 DROP TABLE filters, filters2;

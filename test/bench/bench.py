@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""bloomamq against its peers, measured in one run on one dataset (SPEC §12).
+
+    test/bench/bench.py [N [M]] [--runs R]        (defaults N=10,000,000 M=100,000, R=5)
+
+Needs a running PostgreSQL with bloomamq and hll installed (PGHOST, PGPORT,
+PGUSER as for psql); tools/bench sets all that up.  The dataset is exactly the
+one of shared/bench/peers.py: t_big (N rows: bigint id, int4 id4, text k) and
+t_small (M keys, half of them in t_big).  Serial plans, JIT off.
+
+Prints one line per figure (name, median s, min s, result), then the ratios
+that SPEC §12 names with PASS or MISS.  Timing never makes it exit non-zero; a
+wrong answer (a false negative, a pre-filtered join that differs from the
+plain one) or an SQL error does.
+"""
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def peers_dir():
+    # shared/ sits beside the repository; BLOOMAMQ_PEERS_DIR overrides
+    for d in (os.environ.get("BLOOMAMQ_PEERS_DIR"),
+              os.path.join(REPO, "..", "shared", "bench")):
+        if d and os.path.isfile(os.path.join(d, "pgbench_lib.py")):
+            return os.path.abspath(d)
+    sys.exit("bench.py: pgbench_lib.py not found: set BLOOMAMQ_PEERS_DIR to shared/bench")
+
+
+sys.path.insert(0, peers_dir())
+from pgbench_lib import connect, run, timed  # noqa: E402
+import psycopg2  # noqa: E402
+
+ap = argparse.ArgumentParser(description="bloomamq benchmark against its peers")
+ap.add_argument("N", nargs="?", type=int, default=10_000_000, help="rows of t_big")
+ap.add_argument("M", nargs="?", type=int, default=100_000, help="keys of t_small")
+ap.add_argument("--runs", type=int, default=5, help="runs per figure (median)")
+args = ap.parse_args()
+N, M, RUNS = args.N, args.M, args.runs
+if N < 2 or M < 2 or 2 * N // M < 1:
+    sys.exit("bench.py: need N >= M/2 and M >= 2")
+
+
+def session():
+    # after a backend crash the server takes a moment to recover: retry
+    for attempt in range(60):
+        try:
+            c = connect()
+            break
+        except psycopg2.OperationalError:
+            if attempt == 59:
+                raise
+            time.sleep(1)
+    c.autocommit = True
+    run(c, "SET max_parallel_workers_per_gather = 0")
+    run(c, "SET jit = off")
+    return c
+
+
+conn = session()
+
+
+def setting(name):
+    return run(conn, f"SHOW {name}")[0][0]
+
+
+# The dataset of peers.py, rebuilt if absent or of another size.
+have = run(conn, "SELECT count(*) FROM pg_class WHERE relname = 't_big'")[0][0]
+if have and run(conn, "SELECT count(*) FROM t_big")[0][0] != N:
+    run(conn, "DROP TABLE IF EXISTS t_big, t_small")
+    have = 0
+if not have:
+    run(conn, "DROP TABLE IF EXISTS t_small")
+    run(conn, f"""CREATE TABLE t_big AS SELECT ((i::bigint * 2654435761) % 1099511627776) AS id,
+                     i::int4 AS id4, 'user_' || i AS k FROM generate_series(1, {N}) i""")
+    run(conn, f"""CREATE TABLE t_small AS
+                  SELECT ((i::bigint * 2654435761) % 1099511627776) AS id, 'user_' || i AS k
+                  FROM generate_series(1, {N}, {2 * N // M}) i
+                  UNION ALL
+                  SELECT -i::bigint, 'nouser_' || i FROM generate_series(1, {M // 2}) i""")
+    run(conn, "VACUUM ANALYZE t_big")
+    run(conn, "VACUUM ANALYZE t_small")
+run(conn, "CREATE EXTENSION IF NOT EXISTS hll")
+run(conn, "CREATE EXTENSION IF NOT EXISTS bloomamq")
+
+version = run(conn, "SELECT extversion FROM pg_extension WHERE extname = 'bloomamq'")[0][0]
+print(f"# N={N} M={M} runs={RUNS} bloomamq {version}; {setting('server_version')}; "
+      f"shared_buffers={setting('shared_buffers')} work_mem={setting('work_mem')} "
+      f"max_parallel_workers_per_gather={setting('max_parallel_workers_per_gather')} "
+      f"jit={setting('jit')}")
+print(f"{'figure':40s} {'median_s':>9s} {'min_s':>9s} result", flush=True)
+
+med = {}
+result = {}
+errors = []
+
+
+def fig(name, sql, n=RUNS):
+    """Time sql; an error is reported and the run goes on with the next figure."""
+    global conn
+    try:
+        m, mn, out = timed(conn, sql, n=n)
+    except psycopg2.Error as e:
+        msg = str(e).strip().splitlines()[0]
+        errors.append(f"{name}: {msg}")
+        print(f"{name:40s} {'ERROR':>9s} {'':9s} {msg}", flush=True)
+        if conn.closed:
+            conn = session()  # the server restarted after a crash
+        return None
+    med[name] = m
+    result[name] = out[0][0] if out else None
+    print(f"{name:40s} {m:9.4f} {mn:9.4f} {result[name]}", flush=True)
+    return m
+
+
+# Warm the cache so the first figure does not pay for reading the table.
+run(conn, "SELECT count(*) FROM t_big")
+
+# Peers: what the executor itself costs per row, hll, PostgreSQL's semi-join.
+fig("floor.count_id", "SELECT count(id) FROM t_big")
+fig("floor.count_where_gt", "SELECT count(*) FROM t_big WHERE id > 0")
+fig("floor.count_k", "SELECT count(k) FROM t_big")
+fig("hll.add_agg_bigint", "SELECT hll_cardinality(hll_add_agg(hll_hash_bigint(id))) FROM t_big")
+fig("semijoin.in_subquery", "SELECT count(*) FROM t_big WHERE id IN (SELECT id FROM t_small)")
+
+# Ours.  The filter is measured, not shipped: octet_length keeps a 12 MB
+# result from being sent to the client inside the timing.
+fig("amq.agg_id", "SELECT octet_length(amq_agg(id)::bytea) FROM t_big")
+fig("amq.agg_id_bloom", "SELECT octet_length(amq_agg(id, 0.01, 'bloom')::bytea) FROM t_big")
+fig("amq.agg_k", "SELECT octet_length(amq_agg(k)::bytea) FROM t_big")
+fig("amq.probe_initplan",
+    "SELECT count(*) FROM t_big WHERE (SELECT amq_agg(id) FROM t_small) @> id")
+fig("amq.semijoin_prefiltered",
+    "SELECT count(*) FROM t_big WHERE id <@ (SELECT amq_agg(id) FROM t_small) "
+    "AND id IN (SELECT id FROM t_small)")
+
+# Space at 1% fpr over the N distinct ids.
+space = {}
+for kind in ("blocked", "bloom"):
+    name = f"space.{kind}_1pct"
+    try:
+        nbytes = run(conn, f"SELECT octet_length(amq_agg(id, 0.01, '{kind}')::bytea) "
+                           "FROM t_big")[0][0]
+    except psycopg2.Error as e:
+        errors.append(f"{name}: {str(e).strip().splitlines()[0]}")
+        print(f"{name:40s} {'ERROR':>9s}", flush=True)
+        if conn.closed:
+            conn = session()
+        continue
+    space[kind] = nbytes * 8 / N
+    print(f"{name:40s} {'':9s} {'':9s} {nbytes} bytes, {space[kind]:.2f} bits/key", flush=True)
+
+# Correctness of what was timed: no false negatives, the same join answer.
+exact = result.get("semijoin.in_subquery")
+prefiltered = result.get("amq.semijoin_prefiltered")
+probed = result.get("amq.probe_initplan")
+if exact is not None and prefiltered is not None and prefiltered != exact:
+    errors.append(f"WRONG ANSWER: pre-filtered semi-join counted {prefiltered}, the plain one {exact}")
+if exact is not None and probed is not None:
+    if probed < exact:
+        errors.append(f"WRONG ANSWER: probe passed {probed} rows, fewer than the {exact} "
+                      "that match: false negatives")
+    else:
+        print(f"# probe: {probed} rows passed, {exact} match: measured fpr "
+              f"{(probed - exact) / max(N - exact, 1):.4%} (target 1%)")
+
+
+def ratio(a, b):
+    return med[a] / med[b] if a in med and b in med else None
+
+
+# Ratios of SPEC §12: (name, value, target, 'le' | 'ge' | None for information only)
+ratios = [
+    ("build: amq_agg(id) / count(id)", ratio("amq.agg_id", "floor.count_id"), 1.25, "le"),
+    ("build: amq_agg(id,'bloom') / count(id)", ratio("amq.agg_id_bloom", "floor.count_id"),
+     None, None),
+    ("build: amq_agg(id) / hll_add_agg", ratio("amq.agg_id", "hll.add_agg_bigint"), None, None),
+    ("build: amq_agg(k) / count(k)", ratio("amq.agg_k", "floor.count_k"), None, None),
+    ("probe: f @> id / count WHERE id > 0",
+     ratio("amq.probe_initplan", "floor.count_where_gt"), 1.3, "le"),
+    ("semi-join: plain / pre-filtered (speedup)",
+     ratio("semijoin.in_subquery", "amq.semijoin_prefiltered"), 2.5, "ge"),
+    ("space: blocked bits/key at 1%", space.get("blocked"), 10.6, "le"),
+    ("space: bloom bits/key at 1%", space.get("bloom"), 9.7, "le"),
+]
+print()
+print(f"{'ratio (SPEC §12)':44s} {'value':>7s}  target   verdict")
+for name, value, target, how in ratios:
+    tgt = "" if how is None else f"{'<=' if how == 'le' else '>='} {target}"
+    if value is None:
+        print(f"{name:44s} {'n/a':>7s}  {tgt:8s} n/a")
+        continue
+    if how is None:
+        verdict = "info"
+    elif how == "le":
+        verdict = "PASS" if value <= target else "MISS"
+    else:
+        verdict = "PASS" if value >= target else "MISS"
+    print(f"{name:44s} {value:7.2f}  {tgt:8s} {verdict}")
+print("# timing targets are informational: the benchmark never fails on them")
+
+if errors:
+    for e in errors:
+        print(f"bench.py: {e}", file=sys.stderr)
+    sys.exit(1)

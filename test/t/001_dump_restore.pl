@@ -1,0 +1,128 @@
+# Filters survive pg_dump / pg_restore byte for byte: plain and custom formats
+# (text output and input), and COPY in binary format (send and recv).  Covers
+# both kinds, several key families, a NULL, empty filters and a filter large
+# enough to be TOASTed; the restored filters must also answer every probe as
+# the originals do.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('main');
+$node->init;
+$node->start;
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+
+$node->safe_psql('postgres', 'CREATE DATABASE src');
+$node->safe_psql(
+	'src', q{
+CREATE EXTENSION bloomamq;
+-- fam says which probe keys fit the filter
+CREATE TABLE filters (id int PRIMARY KEY, fam text NOT NULL, note text, f amqfilter);
+
+INSERT INTO filters
+SELECT 1, 'int', 'bloom int8', amq_agg(i::int8, 0.01, 'bloom') FROM generate_series(1, 1000) i
+UNION ALL
+SELECT 2, 'int', 'blocked int8', amq_agg(i::int8, 0.01, 'blocked') FROM generate_series(1, 1000) i
+UNION ALL
+SELECT 3, 'int', 'default kind int4', amq_agg(i) FROM generate_series(1, 500) i
+UNION ALL
+SELECT 4, 'text', 'bloom text', amq_agg('user_' || i, 0.01, 'bloom') FROM generate_series(1, 1000) i
+UNION ALL
+SELECT 5, 'text', 'blocked text', amq_agg('user_' || i, 0.001, 'blocked') FROM generate_series(1, 1000) i
+UNION ALL
+SELECT 6, 'uuid', 'bloom uuid', amq_agg(md5(i::text)::uuid, 0.05, 'bloom') FROM generate_series(1, 1000) i
+UNION ALL
+SELECT 7, 'uuid', 'blocked uuid', amq_agg(md5(i::text)::uuid, 0.01, 'blocked') FROM generate_series(1, 1000) i
+UNION ALL
+SELECT 8, 'int', 'NULL', NULL::amqfilter
+UNION ALL
+SELECT 9, 'int', 'empty blocked', amq_new('blocked', 1000)
+UNION ALL
+SELECT 10, 'int', 'empty bloom', amq_new('bloom', 1000, 0.001)
+UNION ALL
+SELECT 11, 'int', 'from array', amq_from_array(ARRAY[1, 2, 3, 1000])
+UNION ALL
+SELECT 12, 'text', 'amq_add', amq_add(amq_add(amq_new('bloom', 100), 'user_1'::text), 'user_2'::text)
+UNION ALL
+SELECT 13, 'int', 'large (TOAST)', amq_agg(i::int8, 0.01, 'blocked') FROM generate_series(1, 300000) i;
+});
+
+# Bytes of every filter, in id order: "id:length:md5" (or id:NULL).
+my $bytes_sql = q{
+SELECT string_agg(id || ':' || coalesce(octet_length(f::bytea) || ':' || md5(f::bytea), 'NULL'),
+                  E'\n' ORDER BY id)
+FROM filters};
+
+# Answers to 2,000 probes per filter, keys of its family, half of them added:
+# "id:positives:md5 of the answer string".
+my $probe_sql = q{
+SELECT string_agg(id || ':' || coalesce(p::text, 'NULL'), E'\n' ORDER BY id)
+FROM (
+	SELECT id,
+		(SELECT count(*) FILTER (WHERE a) || ':' || md5(string_agg(coalesce(a::text, 'n'), '' ORDER BY k))
+		 FROM generate_series(1, 2000) k,
+		      LATERAL (SELECT CASE fam
+		                   WHEN 'int' THEN f @> k::int8
+		                   WHEN 'text' THEN f @> ('user_' || k)
+		                   WHEN 'uuid' THEN f @> md5(k::text)::uuid
+		               END AS a) x) AS p
+	FROM filters) s};
+
+my $bytes  = $node->safe_psql('src', $bytes_sql);
+my $probes = $node->safe_psql('src', $probe_sql);
+
+# Sanity of the originals, so that equality below means something.
+is($node->safe_psql('src', 'SELECT count(*) FROM filters'), '13', 'source has 13 rows');
+is($node->safe_psql('src', 'SELECT count(*) FROM filters WHERE f IS NULL'), '1', 'one NULL filter');
+like($bytes, qr/^13:(\d+):/m, 'large filter present');
+my ($large) = $bytes =~ /^13:(\d+):/m;
+cmp_ok($large, '>', 100_000, 'large filter is over 100 kB (stored in TOAST)');
+is( $node->safe_psql(
+		'src', q{
+SELECT count(*) FROM filters, generate_series(1, 1000) k
+WHERE id IN (1, 2) AND NOT f @> k::int8}), '0', 'no false negatives in the source');
+
+# Compare a restored database with the source.
+sub check_db
+{
+	my ($db, $how) = @_;
+	is($node->safe_psql($db, $bytes_sql), $bytes, "$how: filter bytes identical");
+	is($node->safe_psql($db, $probe_sql), $probes, "$how: probes answer the same");
+	is( $node->safe_psql($db, "SELECT string_agg(id || ':' || coalesce(note, ''), ',' ORDER BY id) FROM filters"),
+		$node->safe_psql('src', "SELECT string_agg(id || ':' || coalesce(note, ''), ',' ORDER BY id) FROM filters"),
+		"$how: other columns identical");
+}
+
+# Plain format: text output and input of amqfilter through psql.
+$node->command_ok([ 'pg_dump', '-d', 'src', '-f', "$tmp/plain.sql" ], 'pg_dump plain');
+$node->safe_psql('postgres', 'CREATE DATABASE dst_plain');
+$node->command_ok(
+	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', 'dst_plain', '-f', "$tmp/plain.sql" ],
+	'restore plain dump with psql');
+check_db('dst_plain', 'plain dump');
+
+# Custom format through pg_restore.
+$node->command_ok([ 'pg_dump', '-Fc', '-d', 'src', '-f', "$tmp/dump.custom" ], 'pg_dump custom');
+$node->safe_psql('postgres', 'CREATE DATABASE dst_custom');
+$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', 'dst_custom', "$tmp/dump.custom" ],
+	'pg_restore custom dump');
+check_db('dst_custom', 'custom dump');
+
+# Binary COPY: the type's send and recv.
+$node->safe_psql('src', "COPY filters TO '$tmp/filters.bin' (FORMAT binary)");
+$node->safe_psql('postgres', 'CREATE DATABASE dst_binary');
+$node->safe_psql(
+	'dst_binary', qq{
+CREATE EXTENSION bloomamq;
+CREATE TABLE filters (id int PRIMARY KEY, fam text NOT NULL, note text, f amqfilter);
+COPY filters FROM '$tmp/filters.bin' (FORMAT binary);
+});
+check_db('dst_binary', 'binary COPY');
+
+$node->stop;
+done_testing();
