@@ -10,8 +10,9 @@
  * Every key sets exactly one bit in each of its block's eight words, so
  * the false-positive rate of a block holding j keys is (1 - (31/32)^j)^8.
  * Keys spread over blocks as a Poisson process, and plan() sizes the filter
- * by summing that model numerically rather than with a closed-form guess,
- * which would be several percent too large or too small.
+ * by summing that model numerically: the uneven load of the blocks is what
+ * costs a blocked filter its extra bits per key over a plain Bloom filter,
+ * so a formula that ignores it would undersize the filter.
  *
  *-------------------------------------------------------------------------
  */

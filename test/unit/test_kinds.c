@@ -1,0 +1,902 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_kinds.c
+ *	  Standalone tests of the filter kinds and of amq_sort_unique, without
+ *	  a server.
+ *
+ * Every check prints "ok - <name>" or "not ok - <name> (details)"; lines
+ * starting with "#" are information (timings).  The last line is
+ * "N passed, N failed" and the exit status is 1 if anything failed.
+ *
+ * Only the kinds' ops tables, amq_sort_unique and amq.h's inline helpers
+ * are used, so this links with or without the rest of the core.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "amq.h"
+#include "kind_blocked.h"
+
+/* keys added and keys never added: disjoint, as amq_mix64 is a bijection */
+#define KEY_BASE	UINT64_C(0x1234567800000000)
+#define NEG_BASE	UINT64_C(0x9876543200000000)
+
+static int	npassed = 0;
+static int	nfailed = 0;
+
+static void check(bool cond, const char *name, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/* Report one check; fmt describes the failure (or NULL). */
+static void
+check(bool cond, const char *name, const char *fmt,...)
+{
+	if (cond)
+	{
+		printf("ok - %s\n", name);
+		npassed++;
+		return;
+	}
+	printf("not ok - %s", name);
+	if (fmt != NULL)
+	{
+		va_list		ap;
+
+		printf(" (");
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+		printf(")");
+	}
+	printf("\n");
+	nfailed++;
+}
+
+static double
+now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+static uint64_t
+key_in(uint64_t i)
+{
+	return amq_mix64(KEY_BASE + i);
+}
+
+static uint64_t
+key_out(uint64_t i)
+{
+	return amq_mix64(NEG_BASE + i);
+}
+
+static void *
+xcalloc(size_t n, size_t size)
+{
+	void	   *p = calloc(n, size);
+
+	if (p == NULL)
+	{
+		fprintf(stderr, "out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+/* Plan a filter and allocate its zeroed payload. */
+static AmqStatus
+make_filter(const AmqKindOps *ops, AmqFilter *f, uint64_t capacity,
+			double fpr, uint64_t seed)
+{
+	AmqStatus	st;
+
+	memset(f, 0, sizeof(*f));
+	f->kind = ops->id;
+	f->hash_scheme = AMQ_HASH_XXH3;
+	f->seed = seed;
+	f->fpr = fpr;
+	st = ops->plan(f, capacity, fpr);
+	if (st == AMQ_OK)
+		f->payload = xcalloc(1, f->payload_len);
+	return st;
+}
+
+static void
+free_filter(AmqFilter *f)
+{
+	free(f->payload);
+	f->payload = NULL;
+}
+
+/* copy a filter, payload included */
+static void
+copy_filter(AmqFilter *dst, const AmqFilter *src)
+{
+	*dst = *src;
+	dst->payload = xcalloc(1, src->payload_len);
+	memcpy(dst->payload, src->payload, src->payload_len);
+}
+
+static void
+add_range(const AmqKindOps *ops, AmqFilter *f, uint64_t from, uint64_t to)
+{
+	uint64_t	i;
+
+	for (i = from; i < to; i++)
+		ops->add(f, key_in(i));
+}
+
+/* number of keys key_in(from..to) that the filter misses */
+static uint64_t
+count_missing(const AmqKindOps *ops, const AmqFilter *f, uint64_t from,
+			  uint64_t to)
+{
+	uint64_t	missing = 0;
+	uint64_t	i;
+
+	for (i = from; i < to; i++)
+		missing += !ops->contains(f, key_in(i));
+	return missing;
+}
+
+/* plan, fill to capacity, then check false negatives, fpr and stats */
+static void
+test_accuracy(const AmqKindOps *ops, double fpr, uint64_t seed)
+{
+	const uint64_t n = 1000000;
+	const uint64_t nprobe = 1000000;
+	AmqFilter	f;
+	AmqStatus	st;
+	AmqStats	stats;
+	uint64_t	fp = 0;
+	uint64_t	i;
+	uint64_t	missing;
+	double		measured;
+	double		ratio;
+	double		err;
+	char		name[200];
+
+	snprintf(name, sizeof(name), "%s fpr=%g seed=%llu: plan for 10^6 keys",
+			 ops->name, fpr, (unsigned long long) seed);
+	st = make_filter(ops, &f, n, fpr, seed);
+	check(st == AMQ_OK, name, "status %d", (int) st);
+	if (st != AMQ_OK)
+		return;
+	snprintf(name, sizeof(name), "%s fpr=%g seed=%llu: planned filter passes check()",
+			 ops->name, fpr, (unsigned long long) seed);
+	check(ops->check(&f) == AMQ_OK, name, NULL);
+
+	add_range(ops, &f, 0, n);
+	missing = count_missing(ops, &f, 0, n);
+	snprintf(name, sizeof(name), "%s fpr=%g seed=%llu: no false negatives",
+			 ops->name, fpr, (unsigned long long) seed);
+	check(missing == 0, name, "%llu keys missing", (unsigned long long) missing);
+
+	for (i = 0; i < nprobe; i++)
+		fp += ops->contains(&f, key_out(i));
+	measured = (double) fp / (double) nprobe;
+	ratio = measured / fpr;
+	snprintf(name, sizeof(name),
+			 "%s fpr=%g seed=%llu: measured fpr %.5f (%.3fx target), %.2f bits/key",
+			 ops->name, fpr, (unsigned long long) seed, measured, ratio,
+			 (double) f.payload_len * 8.0 / (double) n);
+	check(ratio >= 0.7 && ratio <= 1.3, name, "outside 0.7x..1.3x");
+
+	ops->stats(&f, &stats);
+	err = stats.est_distinct / (double) n - 1.0;
+	snprintf(name, sizeof(name),
+			 "%s fpr=%g seed=%llu: est_distinct %.0f within 5%% (%+.2f%%), est_fpr %.5f, fill %.3f",
+			 ops->name, fpr, (unsigned long long) seed, stats.est_distinct,
+			 err * 100.0, stats.est_fpr, stats.fill);
+	check(fabs(err) <= 0.05, name, "true count %llu", (unsigned long long) n);
+
+	snprintf(name, sizeof(name), "%s fpr=%g seed=%llu: stats est_fpr near measured",
+			 ops->name, fpr, (unsigned long long) seed);
+	check(stats.est_fpr > measured * 0.7 && stats.est_fpr < measured * 1.3,
+		  name, "est %.5f measured %.5f", stats.est_fpr, measured);
+
+	free_filter(&f);
+}
+
+static void
+test_bits_per_key(const AmqKindOps *ops, uint64_t n, double limit)
+{
+	AmqFilter	f;
+	AmqStatus	st;
+	double		bpk;
+	char		name[200];
+
+	memset(&f, 0, sizeof(f));
+	f.kind = ops->id;
+	f.fpr = 0.01;
+	st = ops->plan(&f, n, 0.01);
+	bpk = (double) f.payload_len * 8.0 / (double) n;
+	snprintf(name, sizeof(name), "%s: %.3f bits/key at fpr 1%% for %llu keys (limit %.1f)",
+			 ops->name, bpk, (unsigned long long) n, limit);
+	check(st == AMQ_OK && bpk <= limit, name, "status %d", (int) st);
+}
+
+static void
+test_plan_edges(const AmqKindOps *ops)
+{
+	AmqFilter	f;
+	AmqStatus	st;
+	char		name[200];
+
+	memset(&f, 0, sizeof(f));
+	f.kind = ops->id;
+	f.fpr = 0.01;
+
+	st = ops->plan(&f, 0, 0.01);
+	snprintf(name, sizeof(name), "%s: plan(capacity 0) gives a valid filter",
+			 ops->name);
+	check(st == AMQ_OK && f.payload_len > 0 && ops->check(&f) == AMQ_OK,
+		  name, "status %d len %llu", (int) st,
+		  (unsigned long long) f.payload_len);
+
+	st = ops->plan(&f, UINT64_C(1) << 40, 0.01);
+	snprintf(name, sizeof(name), "%s: plan(2^40 keys) is AMQ_ERR_TOO_LARGE",
+			 ops->name);
+	check(st == AMQ_ERR_TOO_LARGE, name, "status %d", (int) st);
+
+	st = ops->plan(&f, UINT64_MAX, 1e-9);
+	snprintf(name, sizeof(name), "%s: plan(2^64-1 keys) is AMQ_ERR_TOO_LARGE",
+			 ops->name);
+	check(st == AMQ_ERR_TOO_LARGE, name, "status %d", (int) st);
+
+	snprintf(name, sizeof(name), "%s: plan rejects fpr 0, 1 and NaN", ops->name);
+	check(ops->plan(&f, 100, 0.0) == AMQ_ERR_PARAM &&
+		  ops->plan(&f, 100, 1.0) == AMQ_ERR_PARAM &&
+		  ops->plan(&f, 100, nan("")) == AMQ_ERR_PARAM, name, NULL);
+
+	/* a tiny filter still works */
+	if (make_filter(ops, &f, 1, 0.01, 0) == AMQ_OK)
+	{
+		ops->add(&f, key_in(0));
+		snprintf(name, sizeof(name), "%s: capacity-1 filter holds its key",
+				 ops->name);
+		check(ops->contains(&f, key_in(0)), name, NULL);
+		free_filter(&f);
+	}
+}
+
+static void
+test_merge(const AmqKindOps *ops)
+{
+	const uint64_t n = 100000;
+	AmqFilter	a,
+				b,
+				u,
+				x,
+				all,
+				other;
+	AmqStatus	st;
+	uint64_t	missing;
+	uint64_t	extra = 0;
+	uint64_t	i;
+	bool		subset = true;
+	char		name[200];
+
+	/* a holds [0, n), b holds [n/2, 3n/2): they share [n/2, n) */
+	make_filter(ops, &a, 2 * n, 0.01, 7);
+	make_filter(ops, &b, 2 * n, 0.01, 7);
+	make_filter(ops, &all, 2 * n, 0.01, 7);
+	add_range(ops, &a, 0, n);
+	add_range(ops, &b, n / 2, 3 * n / 2);
+
+	copy_filter(&u, &a);
+	st = ops->merge(&u, &b, AMQ_MERGE_UNION);
+	missing = count_missing(ops, &u, 0, 3 * n / 2);
+	snprintf(name, sizeof(name), "%s: union contains every key of both",
+			 ops->name);
+	check(st == AMQ_OK && missing == 0, name, "status %d, %llu missing",
+		  (int) st, (unsigned long long) missing);
+
+	add_range(ops, &all, 0, 3 * n / 2);
+	snprintf(name, sizeof(name), "%s: union equals the filter of all keys",
+			 ops->name);
+	check(memcmp(u.payload, all.payload, all.payload_len) == 0, name, NULL);
+
+	copy_filter(&x, &a);
+	st = ops->merge(&x, &b, AMQ_MERGE_INTERSECT);
+	missing = count_missing(ops, &x, n / 2, n);
+	snprintf(name, sizeof(name), "%s: intersection contains the common keys",
+			 ops->name);
+	check(st == AMQ_OK && missing == 0, name, "status %d, %llu missing",
+		  (int) st, (unsigned long long) missing);
+
+	/* the intersection's bits are those of both, so within a and b */
+	for (i = 0; i < x.payload_len; i++)
+		if ((x.payload[i] & ~(a.payload[i] & b.payload[i])) != 0)
+			subset = false;
+	snprintf(name, sizeof(name), "%s: intersection is the AND of the payloads",
+			 ops->name);
+	check(subset, name, NULL);
+
+	/* keys only in a should mostly be gone from the intersection */
+	for (i = 0; i < n / 2; i++)
+		extra += ops->contains(&x, key_in(i));
+	snprintf(name, sizeof(name),
+			 "%s: intersection drops most keys of one side (%.1f%% remain)",
+			 ops->name, 100.0 * (double) extra / (double) (n / 2));
+	check(extra < n / 2 / 5, name, NULL);
+
+	/* mismatches: geometry, seed, kind */
+	make_filter(ops, &other, 3 * n, 0.01, 7);
+	st = ops->merge(&u, &other, AMQ_MERGE_UNION);
+	snprintf(name, sizeof(name), "%s: merge of different size is AMQ_ERR_MISMATCH",
+			 ops->name);
+	check(st == AMQ_ERR_MISMATCH, name, "status %d", (int) st);
+	free_filter(&other);
+
+	make_filter(ops, &other, 2 * n, 0.01, 8);
+	st = ops->merge(&u, &other, AMQ_MERGE_INTERSECT);
+	snprintf(name, sizeof(name), "%s: merge of different seed is AMQ_ERR_MISMATCH",
+			 ops->name);
+	check(st == AMQ_ERR_MISMATCH, name, "status %d", (int) st);
+
+	other.seed = 7;
+	other.param[1] ^= 1;
+	st = ops->merge(&u, &other, AMQ_MERGE_UNION);
+	snprintf(name, sizeof(name), "%s: merge of different param[1] is AMQ_ERR_MISMATCH",
+			 ops->name);
+	check(st == AMQ_ERR_MISMATCH, name, "status %d", (int) st);
+	other.param[1] ^= 1;
+
+	other.kind = (ops->id == AMQ_KIND_BLOOM) ? AMQ_KIND_BLOCKED : AMQ_KIND_BLOOM;
+	st = ops->merge(&u, &other, AMQ_MERGE_UNION);
+	snprintf(name, sizeof(name), "%s: merge with another kind is AMQ_ERR_MISMATCH",
+			 ops->name);
+	check(st == AMQ_ERR_MISMATCH, name, "status %d", (int) st);
+	free_filter(&other);
+
+	free_filter(&a);
+	free_filter(&b);
+	free_filter(&u);
+	free_filter(&x);
+	free_filter(&all);
+}
+
+static void
+test_stats_edges(const AmqKindOps *ops)
+{
+	AmqFilter	f;
+	AmqStats	st;
+	char		name[200];
+
+	make_filter(ops, &f, 1000, 0.01, 0);
+	ops->stats(&f, &st);
+	snprintf(name, sizeof(name), "%s: stats of an empty filter are zero",
+			 ops->name);
+	check(st.fill == 0.0 && st.est_distinct == 0.0 && st.est_fpr == 0.0,
+		  name, "fill %g distinct %g fpr %g", st.fill, st.est_distinct,
+		  st.est_fpr);
+
+	memset(f.payload, 0xff, f.payload_len);
+	ops->stats(&f, &st);
+	snprintf(name, sizeof(name),
+			 "%s: stats of a full filter are finite (est_distinct %.0f)",
+			 ops->name, st.est_distinct);
+	check(st.fill == 1.0 && st.est_fpr == 1.0 && isfinite(st.est_distinct) &&
+		  st.est_distinct > 1000.0, name, "fill %g distinct %g fpr %g",
+		  st.fill, st.est_distinct, st.est_fpr);
+	snprintf(name, sizeof(name), "%s: stats k and fingerprint_bits", ops->name);
+	check(st.k == (ops->id == AMQ_KIND_BLOOM ? (uint32_t) f.param[1] : 8) &&
+		  st.fingerprint_bits == 0, name, "k %u", st.k);
+	free_filter(&f);
+}
+
+static void
+test_check_bloom(void)
+{
+	const AmqKindOps *ops = &amq_bloom_ops;
+	AmqFilter	f;
+	AmqFilter	g;
+
+	memset(&f, 0, sizeof(f));
+	f.kind = AMQ_KIND_BLOOM;
+	f.param[0] = 1024;
+	f.param[1] = 7;
+	f.payload_len = 128;
+	check(ops->check(&f) == AMQ_OK, "bloom check: valid params pass", NULL);
+
+	g = f;
+	g.param[0] = 0;
+	g.payload_len = 0;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT, "bloom check: rejects m = 0", NULL);
+	g = f;
+	g.param[0] = 1000;
+	g.payload_len = 125;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT,
+		  "bloom check: rejects m not a multiple of 64", NULL);
+	g = f;
+	g.param[0] = 32;
+	g.payload_len = 4;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT, "bloom check: rejects m < 64", NULL);
+	g = f;
+	g.payload_len = 136;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT,
+		  "bloom check: rejects wrong payload_len", NULL);
+	g = f;
+	g.param[1] = 0;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT, "bloom check: rejects k = 0", NULL);
+	g = f;
+	g.param[1] = 31;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT, "bloom check: rejects k = 31", NULL);
+	g = f;
+	g.param[1] = UINT64_C(1) << 32 | 7;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT,
+		  "bloom check: rejects k that only looks valid in 32 bits", NULL);
+	g = f;
+	g.param[2] = 1;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT,
+		  "bloom check: rejects nonzero param[2]", NULL);
+	g = f;
+	g.param[0] = UINT64_C(1) << 63;
+	g.payload_len = UINT64_C(1) << 60;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT,
+		  "bloom check: rejects payload beyond AMQ_MAX_PAYLOAD", NULL);
+}
+
+static void
+test_check_blocked(void)
+{
+	const AmqKindOps *ops = &amq_blocked_ops;
+	AmqFilter	f;
+	AmqFilter	g;
+
+	memset(&f, 0, sizeof(f));
+	f.kind = AMQ_KIND_BLOCKED;
+	f.param[0] = 10;
+	f.payload_len = 320;
+	check(ops->check(&f) == AMQ_OK, "blocked check: valid params pass", NULL);
+
+	g = f;
+	g.param[0] = 0;
+	g.payload_len = 0;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT,
+		  "blocked check: rejects zero blocks", NULL);
+	g = f;
+	g.payload_len = 321;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT,
+		  "blocked check: rejects wrong payload_len", NULL);
+	g = f;
+	g.param[1] = 1;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT,
+		  "blocked check: rejects nonzero param[1]", NULL);
+	g = f;
+	g.param[2] = 1;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT,
+		  "blocked check: rejects nonzero param[2]", NULL);
+	g = f;
+	g.param[0] = UINT64_C(1) << 32;
+	g.payload_len = g.param[0] * 32;
+	check(ops->check(&g) == AMQ_ERR_CORRUPT,
+		  "blocked check: rejects 2^32 blocks", NULL);
+	g = f;
+	g.param[0] = UINT64_C(1) << 59;
+	g.payload_len = 0;		/* 2^59 * 32 wraps to 0 */
+	check(ops->check(&g) == AMQ_ERR_CORRUPT,
+		  "blocked check: rejects a block count whose size wraps", NULL);
+}
+
+/* The blocked layout is Parquet's; check it bit for bit. */
+static void
+test_blocked_layout(void)
+{
+	static const uint32_t salt[8] = {
+		0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d,
+		0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31
+	};
+	const AmqKindOps *ops = &amq_blocked_ops;
+	AmqFilter	f;
+	uint64_t	h = UINT64_C(0xdeadbeefcafef00d);
+	uint64_t	block;
+	uint8_t		expect[32];
+	bool		other_zero = true;
+	uint64_t	i;
+	int			w;
+
+	make_filter(ops, &f, 1000, 0.01, 0);
+	ops->add(&f, h);
+	block = ((h >> 32) * f.param[0]) >> 32;
+	memset(expect, 0, sizeof(expect));
+	for (w = 0; w < 8; w++)
+	{
+		uint32_t	bit = ((uint32_t) h * salt[w]) >> 27;
+
+		/* little-endian word w, bit "bit" */
+		expect[4 * w + bit / 8] |= (uint8_t) (1u << (bit % 8));
+	}
+	check(memcmp(f.payload + block * 32, expect, 32) == 0,
+		  "blocked layout: one key sets Parquet's bits, little-endian", NULL);
+	for (i = 0; i < f.payload_len; i++)
+		if (i / 32 != block && f.payload[i] != 0)
+			other_zero = false;
+	check(other_zero, "blocked layout: only the key's block is touched", NULL);
+	check(amq_blocked_block(h, f.param[0]) == block &&
+		  amq_blocked_probe(f.payload + block * 32, (uint32_t) h),
+		  "blocked layout: inline helpers agree", NULL);
+	free_filter(&f);
+
+	/* ascending hashes visit ascending blocks */
+	{
+		uint64_t	prev = 0;
+		bool		monotone = true;
+
+		for (i = 0; i < 100000; i++)
+		{
+			uint64_t	b = amq_blocked_block(i * UINT64_C(184467440737095), 12345);
+
+			if (b < prev || b >= 12345)
+				monotone = false;
+			prev = b;
+		}
+		check(monotone, "blocked layout: block index is monotone in the hash",
+			  NULL);
+	}
+}
+
+static void
+test_bloom_layout(void)
+{
+	const AmqKindOps *ops = &amq_bloom_ops;
+	AmqFilter	f;
+	uint64_t	ones = 0;
+	uint64_t	i;
+
+	make_filter(ops, &f, 1000, 0.01, 0);
+	ops->add(&f, key_in(1));
+	for (i = 0; i < f.payload_len; i++)
+		ones += (uint64_t) __builtin_popcount(f.payload[i]);
+	check(ones >= 1 && ones <= f.param[1],
+		  "bloom layout: one key sets at most k bits", "%llu bits",
+		  (unsigned long long) ones);
+
+	/* the bit positions stay within m even for extreme hashes */
+	memset(f.payload, 0, f.payload_len);
+	ops->add(&f, 0);
+	ops->add(&f, UINT64_MAX);
+	check(ops->contains(&f, 0) && ops->contains(&f, UINT64_MAX),
+		  "bloom layout: extreme hashes round-trip", NULL);
+	free_filter(&f);
+}
+
+static void
+test_span(void)
+{
+	const AmqKindOps *ops = &amq_blocked_ops;
+	AmqFilter	f;
+	uint64_t	disagree = 0;
+	uint64_t	badspan = 0;
+	uint64_t	i;
+
+	make_filter(ops, &f, 100000, 0.01, 99);
+	add_range(ops, &f, 0, 100000);
+	for (i = 0; i < 200000; i++)
+	{
+		uint64_t	h = (i & 1) ? key_in(i / 2) : key_out(i);
+		uint64_t	off;
+		uint32_t	len;
+
+		ops->probe_span(&f, h, &off, &len);
+		if (len != 32 || off % 32 != 0 || off + len > f.payload_len)
+		{
+			badspan++;
+			continue;
+		}
+		if (ops->contains_span(&f, h, f.payload + off) != ops->contains(&f, h))
+			disagree++;
+	}
+	check(badspan == 0, "blocked: probe_span gives a 32-byte block in bounds",
+		  "%llu bad", (unsigned long long) badspan);
+	check(disagree == 0, "blocked: contains_span agrees with contains",
+		  "%llu disagree", (unsigned long long) disagree);
+	free_filter(&f);
+}
+
+static void
+test_caps(void)
+{
+	check(amq_bloom_ops.id == AMQ_KIND_BLOOM &&
+		  strcmp(amq_bloom_ops.name, "bloom") == 0 &&
+		  amq_bloom_ops.caps == (AMQ_CAP_ADD | AMQ_CAP_UNION | AMQ_CAP_INTERSECT) &&
+		  amq_bloom_ops.build == NULL && amq_bloom_ops.remove == NULL &&
+		  amq_bloom_ops.probe_span == NULL,
+		  "bloom ops table: id, name, caps", NULL);
+	check(amq_blocked_ops.id == AMQ_KIND_BLOCKED &&
+		  strcmp(amq_blocked_ops.name, "blocked") == 0 &&
+		  amq_blocked_ops.caps == (AMQ_CAP_ADD | AMQ_CAP_UNION |
+								   AMQ_CAP_INTERSECT | AMQ_CAP_SLICE) &&
+		  amq_blocked_ops.build == NULL && amq_blocked_ops.remove == NULL &&
+		  amq_blocked_ops.probe_span != NULL &&
+		  amq_blocked_ops.contains_span != NULL,
+		  "blocked ops table: id, name, caps", NULL);
+}
+
+/* ---- amq_sort_unique ---- */
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+static size_t
+reference_sort_unique(uint64_t *a, size_t n)
+{
+	size_t		w = 0;
+	size_t		i;
+
+	qsort(a, n, sizeof(uint64_t), cmp_u64);
+	for (i = 0; i < n; i++)
+		if (w == 0 || a[w - 1] != a[i])
+			a[w++] = a[i];
+	return w;
+}
+
+/* Sort a copy both ways and compare. */
+static bool
+sort_matches(const uint64_t *input, size_t n)
+{
+	uint64_t   *a = xcalloc(n + 1, sizeof(uint64_t));
+	uint64_t   *b = xcalloc(n + 1, sizeof(uint64_t));
+	uint64_t   *scratch = xcalloc(n + 1, sizeof(uint64_t));
+	size_t		na;
+	size_t		nb;
+	bool		same;
+
+	if (n > 0)
+	{
+		memcpy(a, input, n * sizeof(uint64_t));
+		memcpy(b, input, n * sizeof(uint64_t));
+	}
+	na = amq_sort_unique(a, n, scratch);
+	nb = reference_sort_unique(b, n);
+	same = (na == nb) && (na == 0 || memcmp(a, b, na * sizeof(uint64_t)) == 0);
+	free(a);
+	free(b);
+	free(scratch);
+	return same;
+}
+
+static uint64_t rng_state = 12345;
+
+static uint64_t
+rng(void)
+{
+	rng_state += UINT64_C(0x9e3779b97f4a7c15);
+	return amq_mix64(rng_state);
+}
+
+static void
+test_sort(void)
+{
+	const size_t big = 1000000;
+	uint64_t   *v = xcalloc(big, sizeof(uint64_t));
+	uint64_t	pool[1000];
+	size_t		i;
+	size_t		n;
+	bool		ok;
+	uint64_t	one = 42;
+
+	/* many duplicates: draws from 300000 distinct random values */
+	for (i = 0; i < big; i++)
+		v[i] = amq_mix64(rng() % 300000);
+	check(sort_matches(v, big), "sort_unique: 10^6 random keys with duplicates",
+		  NULL);
+
+	for (i = 0; i < big; i++)
+		v[i] = rng();
+	check(sort_matches(v, big), "sort_unique: 10^6 distinct random keys", NULL);
+
+	check(amq_sort_unique(NULL, 0, NULL) == 0, "sort_unique: n = 0", NULL);
+	check(amq_sort_unique(&one, 1, NULL) == 1 && one == 42,
+		  "sort_unique: n = 1", NULL);
+
+	for (i = 0; i < big; i++)
+		v[i] = UINT64_C(0x5555aaaa5555aaaa);
+	{
+		uint64_t   *scratch = xcalloc(big, sizeof(uint64_t));
+
+		n = amq_sort_unique(v, big, scratch);
+		check(n == 1 && v[0] == UINT64_C(0x5555aaaa5555aaaa),
+			  "sort_unique: all equal", "n = %zu", n);
+		free(scratch);
+	}
+
+	for (i = 0; i < big; i++)
+		v[i] = i * 3;
+	check(sort_matches(v, big), "sort_unique: already sorted small integers",
+		  NULL);
+
+	for (i = 0; i < big; i++)
+		v[i] = UINT64_MAX - i / 2;
+	check(sort_matches(v, big), "sort_unique: reverse sorted, pairs equal",
+		  NULL);
+
+	for (i = 0; i < big; i++)
+		v[i] = (rng() & UINT64_C(0xff000000000000ff)) | UINT64_C(0x0012340000000000);
+	check(sort_matches(v, big), "sort_unique: keys differing at both ends only",
+		  NULL);
+
+	/* half the keys in one top-byte bucket, too big to sort in cache */
+	for (i = 0; i < big; i++)
+	{
+		uint64_t	r = rng();
+
+		v[i] = (r & 1) ? r >> 8 : r;
+	}
+	check(sort_matches(v, big), "sort_unique: one oversized top-level bucket",
+		  NULL);
+
+	for (i = 0; i < big; i++)
+		v[i] = (i % 7 == 0) ? 0 : (i % 7 == 1) ? UINT64_MAX : rng() >> (rng() & 63);
+	check(sort_matches(v, big), "sort_unique: skewed magnitudes and extremes",
+		  NULL);
+
+	/* all small sizes, around the insertion-sort threshold and beyond */
+	ok = true;
+	for (n = 0; n <= 300 && ok; n++)
+	{
+		for (i = 0; i < n; i++)
+			v[i] = (rng() % 4 == 0 && i > 0) ? v[i - 1] : rng();
+		ok = sort_matches(v, n);
+	}
+	check(ok, "sort_unique: every n from 0 to 300", "failed at n = %zu", n - 1);
+
+	ok = true;
+	for (i = 0; i < 1000; i++)
+		pool[i] = rng();
+	for (n = 1000; n <= 200000 && ok; n = n * 3 / 2)
+	{
+		for (i = 0; i < n; i++)
+			v[i] = pool[rng() % 1000] ^ (rng() % 3);
+		ok = sort_matches(v, n);
+	}
+	check(ok, "sort_unique: few distinct values at various n", NULL);
+
+	free(v);
+}
+
+static void
+time_sort(void)
+{
+	const size_t n = 10000000;
+	uint64_t   *v = xcalloc(n, sizeof(uint64_t));
+	uint64_t   *scratch = xcalloc(n, sizeof(uint64_t));
+	double		best = 1e9;
+	double		cold;
+	double		t;
+	size_t		i;
+	size_t		m = 0;
+	int			rep;
+
+	/* scratch as a caller would pass it fresh: its pages not yet touched */
+	for (i = 0; i < n; i++)
+		v[i] = rng();
+	t = now_sec();
+	m = amq_sort_unique(v, n, scratch);
+	cold = now_sec() - t;
+
+	for (rep = 0; rep < 5; rep++)
+	{
+		for (i = 0; i < n; i++)
+			v[i] = rng();
+		t = now_sec();
+		m = amq_sort_unique(v, n, scratch);
+		t = now_sec() - t;
+		if (t < best)
+			best = t;
+	}
+	printf("# amq_sort_unique: 10^7 random uint64 in %.1f ms (best of 5; "
+		   "%.1f ms with untouched scratch; %zu distinct)\n",
+		   best * 1e3, cold * 1e3, m);
+	free(v);
+	free(scratch);
+}
+
+static void
+time_probes(const AmqKindOps *ops)
+{
+	const uint64_t n = 10000000;
+	AmqFilter	f;
+	uint64_t	hits = 0;
+	uint64_t	i;
+	double		t_add;
+	double		t_neg;
+	double		t_pos;
+
+	if (make_filter(ops, &f, n, 0.01, 0) != AMQ_OK)
+		return;
+	t_add = now_sec();
+	add_range(ops, &f, 0, n);
+	t_add = now_sec() - t_add;
+
+	t_neg = now_sec();
+	for (i = 0; i < n; i++)
+		hits += ops->contains(&f, key_out(i));
+	t_neg = now_sec() - t_neg;
+
+	t_pos = now_sec();
+	for (i = 0; i < n; i++)
+		hits += ops->contains(&f, key_in(i));
+	t_pos = now_sec() - t_pos;
+
+	printf("# %s at 10^7 keys, fpr 1%% (%.1f MB): add %.1f ns/key, "
+		   "probe %.1f ns absent, %.1f ns present (%llu hits)\n",
+		   ops->name, (double) f.payload_len / 1e6, t_add * 1e9 / (double) n,
+		   t_neg * 1e9 / (double) n, t_pos * 1e9 / (double) n,
+		   (unsigned long long) hits);
+
+	if (ops->id == AMQ_KIND_BLOCKED)
+	{
+		/* the SQL layer's inlined path for the default kind */
+		hits = 0;
+		t_neg = now_sec();
+		for (i = 0; i < n; i++)
+		{
+			uint64_t	h = amq_seeded(&f, key_out(i));
+
+			hits += amq_blocked_probe(f.payload +
+									  amq_blocked_block(h, f.param[0]) * 32,
+									  (uint32_t) h);
+		}
+		t_neg = now_sec() - t_neg;
+		printf("# %s inline probe: %.1f ns absent (%llu hits)\n", ops->name,
+			   t_neg * 1e9 / (double) n, (unsigned long long) hits);
+	}
+	free_filter(&f);
+}
+
+int
+main(void)
+{
+	double		t0 = now_sec();
+
+	test_caps();
+
+	test_accuracy(&amq_bloom_ops, 0.01, 0);
+	test_accuracy(&amq_bloom_ops, 0.001, 0);
+	test_accuracy(&amq_blocked_ops, 0.01, 0);
+	test_accuracy(&amq_blocked_ops, 0.001, 0);
+	test_accuracy(&amq_bloom_ops, 0.01, UINT64_C(0x0123456789abcdef));
+	test_accuracy(&amq_blocked_ops, 0.01, UINT64_C(0x0123456789abcdef));
+
+	test_bits_per_key(&amq_bloom_ops, 1000000, 9.7);
+	test_bits_per_key(&amq_bloom_ops, 10000000, 9.7);
+	test_bits_per_key(&amq_blocked_ops, 1000000, 10.6);
+	test_bits_per_key(&amq_blocked_ops, 10000000, 10.6);
+
+	test_plan_edges(&amq_bloom_ops);
+	test_plan_edges(&amq_blocked_ops);
+	test_bloom_layout();
+	test_blocked_layout();
+	test_span();
+	test_merge(&amq_bloom_ops);
+	test_merge(&amq_blocked_ops);
+	test_check_bloom();
+	test_check_blocked();
+	test_stats_edges(&amq_bloom_ops);
+	test_stats_edges(&amq_blocked_ops);
+	test_sort();
+
+	time_sort();
+	time_probes(&amq_bloom_ops);
+	time_probes(&amq_blocked_ops);
+
+	printf("# total time %.1f s\n", now_sec() - t0);
+	printf("%d passed, %d failed\n", npassed, nfailed);
+	return nfailed > 0 ? 1 : 0;
+}
