@@ -275,14 +275,26 @@ probe_hash(const AmqProbeCache *c, uint64 hash)
 	return c->ops->contains(f, hash);
 }
 
-static bool
+static inline bool
 contains_one(FunctionCallInfo fcinfo, int filterarg, int keyarg)
 {
-	AmqProbeCache *c = probe_cache(fcinfo, filterarg, keyarg, false);
-	uint64		hash = AmqHashDatum(&c->hasher, PG_GETARG_DATUM(keyarg));
+	AmqProbeCache *c = (AmqProbeCache *) fcinfo->flinfo->fn_extra;
+	Pointer		p = DatumGetPointer(PG_GETARG_DATUM(filterarg));
+	uint64		hash;
 	bool		result;
 
-	if (!cache_filter(fcinfo, c, PG_GETARG_DATUM(filterarg), hash, &result))
+	if (unlikely(c == NULL))
+		c = probe_cache(fcinfo, filterarg, keyarg, false);
+	hash = AmqHashDatum(&c->hasher, PG_GETARG_DATUM(keyarg));
+
+	/* the hot path: the in-memory filter of the previous call */
+	if (likely(c->have_filter && c->src == p && !c->src_toasted &&
+			   (!VARATT_IS_EXTENDED(p) ||
+				(VARATT_IS_SHORT(p) && !VARATT_IS_EXTERNAL(p))) &&
+			   c->src_checksum == HEADER_CHECKSUM(VARDATA_ANY(p))))
+		return probe_hash(c, hash);
+
+	if (!cache_filter(fcinfo, c, PointerGetDatum(p), hash, &result))
 		return result;
 	return probe_hash(c, hash);
 }

@@ -36,9 +36,6 @@
 #include "utils/typcache.h"
 #include "utils/uuid.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "hashing.h"
 
 static inline uint64
@@ -47,14 +44,7 @@ hash_bytes64(const void *p, size_t len)
 	return XXH3_64bits(p, len);
 }
 
-static inline uint64
-hash_int64(int64 v)
-{
-	uint8		buf[8];
-
-	amq_store64(buf, (uint64) v);
-	return hash_bytes64(buf, 8);
-}
+#define hash_int64(v) AmqHashInt64(v)
 
 static uint64
 amq_hash_int2(Datum d, AmqKeyHasher *h)
