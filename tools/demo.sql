@@ -92,8 +92,3 @@ SELECT (SELECT count(*) FROM events b JOIN vip s ON b.user_id = s.id) AS plain,
        (SELECT count(*) FROM events b JOIN vip s ON b.user_id = s.id
         WHERE b.user_id <@ (SELECT amq_agg(id) FROM vip)) AS prefiltered;
 
--------------------------------------------------------------------------------
--- 6. Indexed lookup with the amq index access method.
---    TODO: added when the index lands (CREATE INDEX ... USING amq, a point
---    lookup with EXPLAIN (ANALYZE, BUFFERS), its size next to a btree).
--------------------------------------------------------------------------------
