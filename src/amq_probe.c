@@ -190,6 +190,21 @@ probe_by_slices(AmqProbeCache *c, Datum d, uint64 hash, bool *done)
 	return result;
 }
 
+/* An in-memory, uncompressed value?  (A TOAST pointer has a short header.) */
+static inline bool
+is_plain(Pointer p)
+{
+	return !VARATT_IS_EXTENDED(p) || (VARATT_IS_SHORT(p) && !VARATT_IS_EXTERNAL(p));
+}
+
+/* Does the cache hold plain value p, decoded already? */
+static inline bool
+cache_holds_plain(const AmqProbeCache *c, Pointer p)
+{
+	return c->have_filter && !c->src_toasted && c->src == p &&
+		c->src_checksum == HEADER_CHECKSUM(VARDATA_ANY(p));
+}
+
 /*
  * Make the cache hold filter d, unless the probe can be answered by TOAST
  * slices: then answer it in *result and return false.
@@ -200,12 +215,10 @@ cache_filter(FunctionCallInfo fcinfo, AmqProbeCache *c, Datum d,
 {
 	Pointer		p = DatumGetPointer(d);
 
-	/* (a TOAST pointer has a short header too, hence the second test) */
-	if (!VARATT_IS_EXTENDED(p) || (VARATT_IS_SHORT(p) && !VARATT_IS_EXTERNAL(p)))
+	if (is_plain(p))
 	{
 		/* in memory, uncompressed: decoding is free, no copy needed */
-		if (c->have_filter && !c->src_toasted && c->src == p &&
-			c->src_checksum == HEADER_CHECKSUM(VARDATA_ANY(p)))
+		if (cache_holds_plain(c, p))
 			return true;
 		cache_forget(c);
 		cache_set(c, (struct varlena *) p);
@@ -288,10 +301,7 @@ contains_one(FunctionCallInfo fcinfo, int filterarg, int keyarg)
 	hash = AmqHashDatum(&c->hasher, PG_GETARG_DATUM(keyarg));
 
 	/* the hot path: the in-memory filter of the previous call */
-	if (likely(c->have_filter && c->src == p && !c->src_toasted &&
-			   (!VARATT_IS_EXTENDED(p) ||
-				(VARATT_IS_SHORT(p) && !VARATT_IS_EXTERNAL(p))) &&
-			   c->src_checksum == HEADER_CHECKSUM(VARDATA_ANY(p))))
+	if (likely(is_plain(p) && cache_holds_plain(c, p)))
 		return probe_hash(c, hash);
 
 	if (!cache_filter(fcinfo, c, PointerGetDatum(p), hash, &result))

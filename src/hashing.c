@@ -44,24 +44,22 @@ hash_bytes64(const void *p, size_t len)
 	return XXH3_64bits(p, len);
 }
 
-#define hash_int64(v) AmqHashInt64(v)
-
 static uint64
 amq_hash_int2(Datum d, AmqKeyHasher *h)
 {
-	return hash_int64(DatumGetInt16(d));
+	return AmqHashInt64(DatumGetInt16(d));
 }
 
 static uint64
 amq_hash_int4(Datum d, AmqKeyHasher *h)
 {
-	return hash_int64(DatumGetInt32(d));
+	return AmqHashInt64(DatumGetInt32(d));
 }
 
 static uint64
 amq_hash_int8(Datum d, AmqKeyHasher *h)
 {
-	return hash_int64(DatumGetInt64(d));
+	return AmqHashInt64(DatumGetInt64(d));
 }
 
 static inline uint64
@@ -77,7 +75,7 @@ hash_float(double v)
 			v = 0.0;			/* fold -0 */
 		memcpy(&bits, &v, 8);
 	}
-	return hash_int64((int64) bits);
+	return AmqHashInt64((int64) bits);
 }
 
 static uint64
@@ -143,13 +141,13 @@ amq_hash_uuid(Datum d, AmqKeyHasher *h)
 static uint64
 amq_hash_date(Datum d, AmqKeyHasher *h)
 {
-	return hash_int64(DatumGetDateADT(d));
+	return AmqHashInt64(DatumGetDateADT(d));
 }
 
 static uint64
 amq_hash_timestamp(Datum d, AmqKeyHasher *h)
 {
-	return hash_int64(DatumGetInt64(d));
+	return AmqHashInt64(DatumGetInt64(d));
 }
 
 static uint64
