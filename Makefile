@@ -7,12 +7,13 @@ MODULE_big = bloomamq
 # Pure-C filter core (no PostgreSQL calls): also built into the unit tests,
 # fuzz harnesses and C benchmarks.
 CORE_OBJS = src/amq_format.o src/amq_kinds.o src/amq_sort.o \
-	src/kind_bloom.o src/kind_blocked.o
+	$(patsubst %.c,%.o,$(sort $(wildcard src/kind_*.c)))
 OBJS = $(CORE_OBJS) src/bloomamq.o src/hashing.o src/amqfilter.o \
 	src/amq_funcs.o src/amq_agg.o src/amq_probe.o
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
-EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql test/unit/test_kinds
+EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql test/unit/test_kinds \
+	test/bench/bench_kinds
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(filter-out sql/$(EXTENSION)%.sql,$(wildcard sql/*.sql))))
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
@@ -36,14 +37,23 @@ sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 all: sql/$(EXTENSION)--$(EXTVERSION).sql
 
 # C unit tests of the filter kinds: no server needed.
-UNIT_SRCS = $(CORE_OBJS:.o=.c)
-test/unit/test_kinds: test/unit/test_kinds.c $(UNIT_SRCS) src/amq.h
+UNIT_SRCS = $(CORE_OBJS:.o=.c) $(sort $(wildcard test/unit/*.c))
+test/unit/test_kinds: $(UNIT_SRCS) $(wildcard src/*.h test/unit/*.h)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror \
-		-Isrc -o $@ test/unit/test_kinds.c $(UNIT_SRCS) -lm
+		-Isrc -Itest/unit -o $@ $(UNIT_SRCS) -lm
 
 .PHONY: unittest
 unittest: test/unit/test_kinds
 	test/unit/test_kinds
+
+# C benchmark of every kind at 10^7 keys beside one measured DRAM miss.
+test/bench/bench_kinds: test/bench/bench_kinds.c $(CORE_OBJS:.o=.c) $(wildcard src/*.h)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror \
+		-Isrc -o $@ test/bench/bench_kinds.c $(CORE_OBJS:.o=.c) -lm
+
+.PHONY: bench-kinds
+bench-kinds: test/bench/bench_kinds
+	test/bench/bench_kinds $(BENCH_ARGS)
 
 # Benchmarks against the peers in one run (SPEC section 12), on a throwaway
 # cluster; never fails on timing.  e.g. make bench BENCH_ARGS="1000000 10000"

@@ -70,7 +70,14 @@ typedef enum AmqKindId
 {
 	AMQ_KIND_BLOOM = 1,
 	AMQ_KIND_BLOCKED = 2,
-	AMQ_KIND_MAX = 2
+	AMQ_KIND_TWOBIT = 3,
+	AMQ_KIND_COUNTING = 4,
+	AMQ_KIND_CUCKOO = 5,
+	AMQ_KIND_SCALABLE = 6,
+	AMQ_KIND_XOR = 7,
+	AMQ_KIND_FUSE = 8,
+	AMQ_KIND_RIBBON = 9,
+	AMQ_KIND_MAX = 9
 } AmqKindId;
 
 typedef enum AmqHashScheme
@@ -112,6 +119,7 @@ typedef enum AmqKeyFamily
 #define AMQ_CAP_INTERSECT	0x08u
 #define AMQ_CAP_STATIC		0x10u	/* built once from the complete key set */
 #define AMQ_CAP_SLICE		0x20u	/* a probe reads one small span of payload */
+#define AMQ_CAP_GROW		0x40u	/* add may ask for a larger payload */
 
 /*
  * A decoded filter: the header fields and a pointer to the payload, which
@@ -178,10 +186,31 @@ typedef struct AmqKindOps
 	/* Dynamic kinds: add one key hash to a zero-initialised payload. */
 	AmqStatus	(*add) (AmqFilter *f, uint64_t hash);
 
-	/* Static kinds: build from distinct hashes (sorted ascending). */
+	/*
+	 * Static kinds: build from n distinct hashes, sorted ascending, into a
+	 * zero-initialised payload planned for capacity max(n, 1).  Retries
+	 * with deterministic seeds are the kind's own (the seed that worked is
+	 * left in f->seed); AMQ_ERR_BUILD_FAILED once they are exhausted.
+	 * Scratch memory comes from alloc and is freed before returning.
+	 */
 	AmqStatus	(*build) (AmqFilter *f, const uint64_t *hashes, size_t n,
 						  const AmqAllocator *alloc);
 
+	/*
+	 * AMQ_CAP_GROW kinds: add returns AMQ_ERR_FULL when the payload must
+	 * grow.  grow_plan gives the payload length after one growth step
+	 * (AMQ_ERR_TOO_LARGE past AMQ_MAX_PAYLOAD); the caller points
+	 * f->payload at a buffer of that length holding the old payload as its
+	 * prefix and zeros after it, and calls grow, which updates the params
+	 * and payload_len.  Then the add is retried.
+	 */
+	AmqStatus	(*grow_plan) (const AmqFilter *f, uint64_t *new_len);
+	void		(*grow) (AmqFilter *f, uint64_t new_len);
+
+	/*
+	 * AMQ_CAP_REMOVE kinds: remove one key hash that was added.  Removing a
+	 * key that the filter does not contain is a no-op.
+	 */
 	AmqStatus	(*remove) (AmqFilter *f, uint64_t hash);
 
 	bool		(*contains) (const AmqFilter *f, uint64_t hash);
@@ -226,6 +255,13 @@ extern size_t amq_sort_unique(uint64_t *a, size_t n, uint64_t *scratch);
 /* kinds */
 extern const AmqKindOps amq_bloom_ops;
 extern const AmqKindOps amq_blocked_ops;
+extern const AmqKindOps amq_twobit_ops;
+extern const AmqKindOps amq_counting_ops;
+extern const AmqKindOps amq_cuckoo_ops;
+extern const AmqKindOps amq_scalable_ops;
+extern const AmqKindOps amq_xor_ops;
+extern const AmqKindOps amq_fuse_ops;
+extern const AmqKindOps amq_ribbon_ops;
 
 /*
  * Little-endian access, alignment-free.  Payload words are stored
