@@ -30,6 +30,10 @@ SHLIB_LINK =
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies: a changed header (the ops table in
+# amq.h, say) must rebuild every object.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)
+
 # One hand-written install script, copied to the versioned name.
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 	cp $< $@

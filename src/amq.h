@@ -19,7 +19,9 @@
  *	   6   1  hash scheme (AmqHashScheme)
  *	   7   1  key family (AmqKeyFamily)
  *	   8   4  flags (AMQ_FLAG_*; other bits must be 0)
- *	  12   4  key type OID (family AMQ_FAMILY_OTHER only, else 0)
+ *	  12   4  key type: OID for family AMQ_FAMILY_OTHER; for the Parquet
+ *			  scheme the byte width (4 or 8) of integer and float keys;
+ *			  else 0
  *	  16   8  seed
  *	  24   8  number of keys added
  *	  32   8  target false-positive rate (IEEE 754 double)
@@ -83,7 +85,8 @@ typedef enum AmqKindId
 typedef enum AmqHashScheme
 {
 	AMQ_HASH_XXH3 = 1,			/* canonical, portable (see hashing.c) */
-	AMQ_HASH_TYPE = 2			/* the type's extended hash function, seed 0 */
+	AMQ_HASH_TYPE = 2,			/* the type's extended hash function, seed 0 */
+	AMQ_HASH_PARQUET = 3		/* Parquet's: XXH64 seed 0 of the PLAIN encoding */
 } AmqHashScheme;
 
 /*

@@ -18,7 +18,9 @@
  *   be built from a parallel aggregate too.
  * - filter: with a capacity (or in amq_union_agg), the state is a dynamic
  *   filter of fixed size, filled key by key; partial states are combined by
- *   union.
+ *   union.  Kinds without union (cuckoo, scalable) buffer hashes even with
+ *   a capacity, so that partial states still combine; the capacity then
+ *   sizes the final filter for keys added later.
  *
  * A buffer that outgrows what one varlena (and so a serialized partial
  * state or the final filter) can carry is an error with a hint, never an
@@ -66,6 +68,8 @@ typedef struct AmqAggState
 	double		fpr;
 	int64		capacity;		/* 0: size from the keys at the end */
 	AmqFilter	keyinfo;		/* key family, hash scheme, key type */
+	AmqKeyHasher *h;			/* hashes the keys (trans states only) */
+	bool		slow;			/* every row takes agg_trans_slow */
 
 	/* AGG_BUFFER */
 	uint64	   *hashes;
@@ -178,18 +182,17 @@ Datum
 amq_agg_trans(PG_FUNCTION_ARGS)
 {
 	AmqAggState *s = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
-	AmqKeyHasher *h = (AmqKeyHasher *) fcinfo->flinfo->fn_extra;
-
 	/* the per-row path: append one hash */
-	if (likely(s != NULL && s->mode == AGG_BUFFER && h != NULL &&
+	if (likely(s != NULL && s->mode == AGG_BUFFER && !s->slow &&
 			   s->nhashes < s->maxhashes))
 	{
 		if (!PG_ARGISNULL(1))
-			s->hashes[s->nhashes++] = AmqHashDatum(h, PG_GETARG_DATUM(1));
+			s->hashes[s->nhashes++] = AmqHashDatum(s->h, PG_GETARG_DATUM(1));
 		PG_RETURN_POINTER(s);
 	}
 
-	return agg_trans_slow(fcinfo, s, h);
+	return agg_trans_slow(fcinfo, s,
+						  (AmqKeyHasher *) fcinfo->flinfo->fn_extra);
 }
 
 /* amq_agg_trans for the first row, a full buffer, or a fixed-size filter */
@@ -210,47 +213,76 @@ agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
 	if (s == NULL)
 	{
 		int			nargs = PG_NARGS();
+		const AmqKindOps *ops = amq_kind_ops(AMQ_DEFAULT_KIND);
+		bool		parquet = false;
+		bool		has_capacity = (nargs > 4 && !PG_ARGISNULL(4));
 
 		s = state_new(aggcontext);
-		s->kind = AMQ_DEFAULT_KIND;
 		s->fpr = AMQ_DEFAULT_FPR;
 		if (nargs > 2 && !PG_ARGISNULL(2))
 			s->fpr = PG_GETARG_FLOAT8(2);
 		AmqCheckFpr(s->fpr);
 		if (nargs > 3 && !PG_ARGISNULL(3))
-			s->kind = AmqKindOpsByName(text_to_cstring(PG_GETARG_TEXT_PP(3)))->id;
-		AmqSetFamily(&s->keyinfo, h);
-		if (nargs > 4 && !PG_ARGISNULL(4))
+			ops = AmqResolveKind(text_to_cstring(PG_GETARG_TEXT_PP(3)),
+								 !has_capacity, s->fpr, &parquet);
+		s->kind = ops->id;
+		s->h = h;
+		if (parquet)
 		{
-			const AmqKindOps *ops = amq_kind_ops(s->kind);
+			/* this state's own hasher: other groups may not be Parquet */
+			s->h = MemoryContextAlloc(aggcontext, sizeof(AmqKeyHasher));
+			*s->h = *h;
+			AmqHasherSetParquet(s->h, 0);
+			/* a zero float adds both zeros */
+			s->slow = (s->h->family == AMQ_FAMILY_FLOAT);
+		}
+		AmqSetFamily(&s->keyinfo, s->h);
+		if (has_capacity)
+		{
 			AmqFilter	f;
 			MemoryContext old;
 
 			s->capacity = PG_GETARG_INT64(4);
 			AmqRequireCap(ops, AMQ_CAP_ADD, "building in fixed memory (a capacity)");
 			AmqPlanOrError(&f, s->kind, s->capacity, s->fpr);
-			f.key_family = s->keyinfo.key_family;
-			f.hash_scheme = s->keyinfo.hash_scheme;
-			f.key_type = s->keyinfo.key_type;
-			old = MemoryContextSwitchTo(aggcontext);
-			s->filter = AmqFilterAlloc(&f);
-			MemoryContextSwitchTo(old);
-			s->mode = AGG_FILTER;
-			s->f = f;
+			if (parquet)
+				AmqPlanParquet(&f);
+			if (ops->caps & AMQ_CAP_UNION)
+			{
+				f.key_family = s->keyinfo.key_family;
+				f.hash_scheme = s->keyinfo.hash_scheme;
+				f.key_type = s->keyinfo.key_type;
+				old = MemoryContextSwitchTo(aggcontext);
+				s->filter = AmqFilterAlloc(&f);
+				MemoryContextSwitchTo(old);
+				s->mode = AGG_FILTER;
+				s->f = f;
+			}
 		}
 	}
 
 	if (PG_ARGISNULL(1))
 		PG_RETURN_POINTER(s);
 
-	hash = AmqHashDatum(h, PG_GETARG_DATUM(1));
+	hash = AmqHashDatum(s->h, PG_GETARG_DATUM(1));
 	if (s->mode == AGG_FILTER)
-		AmqAddHash(&s->f, amq_kind_ops(s->f.kind), hash);
+	{
+		const AmqKindOps *ops = amq_kind_ops(s->f.kind);
+		uint64		other;
+
+		AmqAddHash(&s->filter, &s->f, ops, hash);
+		if (s->slow && AmqParquetOtherZero(s->h, PG_GETARG_DATUM(1), &other))
+			AmqAddHash(&s->filter, &s->f, ops, other);
+	}
 	else
 	{
-		if (unlikely(s->nhashes == s->maxhashes))
-			buffer_reserve(s, 1, aggcontext);
+		uint64		other;
+
+		if (unlikely(s->nhashes + 2 > s->maxhashes))
+			buffer_reserve(s, 2, aggcontext);
 		s->hashes[s->nhashes++] = hash;
+		if (s->slow && AmqParquetOtherZero(s->h, PG_GETARG_DATUM(1), &other))
+			s->hashes[s->nhashes++] = other;
 	}
 	PG_RETURN_POINTER(s);
 }
@@ -300,7 +332,7 @@ amq_agg_final(PG_FUNCTION_ARGS)
 		/* deduplication keeps the key set, so the state stays usable */
 		buffer_dedup(s);
 		return AmqBuildFromHashes(s->kind, s->fpr, &s->keyinfo,
-								  s->hashes, s->nhashes);
+								  s->hashes, s->nhashes, s->capacity);
 	}
 
 	/* copy: the state may be finalized again */
@@ -402,6 +434,37 @@ amq_agg_serialize(PG_FUNCTION_ARGS)
 	PG_RETURN_BYTEA_P(out);
 }
 
+/*
+ * Would a filter of the state's kind with its key family, hash scheme and
+ * key type pass validation?  Asked of amq_parse, the one validation gate,
+ * with a one-key filter.
+ */
+static bool
+keyinfo_valid(const AmqAggState *s)
+{
+	AmqFilter	f;
+	uint8	   *buf;
+	bool		ok;
+
+	if (amq_plan(&f, s->kind, 1, s->fpr) != AMQ_OK)
+		return false;
+	if (s->keyinfo.hash_scheme == AMQ_HASH_PARQUET)
+	{
+		if (s->kind != AMQ_KIND_BLOCKED)
+			return false;
+		AmqPlanParquet(&f);
+	}
+	f.key_family = s->keyinfo.key_family;
+	f.hash_scheme = s->keyinfo.hash_scheme;
+	f.key_type = s->keyinfo.key_type;
+	buf = palloc0(AMQ_HEADER_SIZE + f.payload_len);
+	f.payload = buf + AMQ_HEADER_SIZE;
+	amq_write_header(&f, buf);
+	ok = amq_parse(buf, AMQ_HEADER_SIZE + f.payload_len, &f) == AMQ_OK;
+	pfree(buf);
+	return ok;
+}
+
 static void
 bad_state(const char *why)
 {
@@ -443,9 +506,7 @@ amq_agg_deserialize(PG_FUNCTION_ARGS)
 	s->capacity = (int64) amq_load64(p + 24);
 	if (amq_check_fpr(s->fpr) != AMQ_OK || s->capacity < 0)
 		bad_state("bad fpr or capacity");
-	if (s->keyinfo.key_family > AMQ_FAMILY_MAX ||
-		(s->keyinfo.hash_scheme != AMQ_HASH_XXH3 &&
-		 s->keyinfo.hash_scheme != AMQ_HASH_TYPE))
+	if (!keyinfo_valid(s))
 		bad_state("bad key family or hash scheme");
 
 	p += SERIAL_HEADER;

@@ -162,6 +162,36 @@ amq_parse(const uint8_t *buf, size_t len, AmqFilter *out)
 		if (out->key_family != AMQ_FAMILY_OTHER || out->key_type == 0)
 			return AMQ_ERR_CORRUPT;
 	}
+	else if (out->hash_scheme == AMQ_HASH_PARQUET)
+	{
+		/*
+		 * Parquet's split block filter: the blocked layout unseeded, keys
+		 * of a family with a Parquet physical type; integers and floats
+		 * name their width.
+		 */
+		if (out->kind != AMQ_KIND_BLOCKED || out->seed != 0)
+			return AMQ_ERR_CORRUPT;
+		switch (out->key_family)
+		{
+			case AMQ_FAMILY_INT:
+			case AMQ_FAMILY_FLOAT:
+				if (out->key_type != 4 && out->key_type != 8)
+					return AMQ_ERR_CORRUPT;
+				break;
+			case AMQ_FAMILY_NONE:
+			case AMQ_FAMILY_TEXT:
+			case AMQ_FAMILY_BYTEA:
+			case AMQ_FAMILY_UUID:
+			case AMQ_FAMILY_DATE:
+			case AMQ_FAMILY_TIMESTAMP:
+			case AMQ_FAMILY_TIMESTAMPTZ:
+				if (out->key_type != 0)
+					return AMQ_ERR_CORRUPT;
+				break;
+			default:
+				return AMQ_ERR_CORRUPT;
+		}
+	}
 	else
 		return AMQ_ERR_CORRUPT;
 	if ((out->flags & ~AMQ_FLAGS_KNOWN) != 0)

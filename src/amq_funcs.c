@@ -24,6 +24,10 @@ PG_FUNCTION_INFO_V1(amq_new);
 PG_FUNCTION_INFO_V1(amq_from_array);
 PG_FUNCTION_INFO_V1(amq_add);
 PG_FUNCTION_INFO_V1(amq_add_array);
+PG_FUNCTION_INFO_V1(amq_remove);
+PG_FUNCTION_INFO_V1(amq_remove_array);
+PG_FUNCTION_INFO_V1(amq_to_parquet);
+PG_FUNCTION_INFO_V1(amq_from_parquet);
 PG_FUNCTION_INFO_V1(amq_union);
 PG_FUNCTION_INFO_V1(amq_intersect);
 PG_FUNCTION_INFO_V1(amq_info);
@@ -32,23 +36,73 @@ PG_FUNCTION_INFO_V1(amq_count);
 PG_FUNCTION_INFO_V1(amq_fpr);
 PG_FUNCTION_INFO_V1(amq_estimate_distinct);
 
-/* The key hasher of a call site, for argument keyarg (an array's elements). */
-static AmqKeyHasher *
-call_hasher(FunctionCallInfo fcinfo, int keyarg, bool array)
+/*
+ * A call site's key hashers: the canonical one, set up once for the key
+ * argument's type, and a Parquet one of the width last asked for.
+ */
+typedef struct CallHashers
 {
-	AmqKeyHasher *h = (AmqKeyHasher *) fcinfo->flinfo->fn_extra;
+	AmqKeyHasher canon;
+	AmqKeyHasher parquet;
+	bool		have_parquet;
+	uint32		parquet_width;
+} CallHashers;
 
-	if (h == NULL)
+/*
+ * The key hasher of a call site, for argument keyarg (an array's elements),
+ * to hash keys for filter f: Parquet hashing, of f's width, for Parquet
+ * filters; the canonical hashes otherwise.  f may be NULL (canonical).
+ */
+static AmqKeyHasher *
+call_hasher(FunctionCallInfo fcinfo, int keyarg, bool array, const AmqFilter *f)
+{
+	CallHashers *hs = (CallHashers *) fcinfo->flinfo->fn_extra;
+
+	if (hs == NULL)
 	{
 		Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, keyarg);
 
 		if (array && OidIsValid(typid))
 			typid = get_base_element_type(typid);
-		h = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(*h));
-		AmqHasherInit(h, typid, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
-		fcinfo->flinfo->fn_extra = h;
+		hs = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(*hs));
+		AmqHasherInit(&hs->canon, typid, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
+		fcinfo->flinfo->fn_extra = hs;
 	}
-	return h;
+	if (f == NULL || f->hash_scheme != AMQ_HASH_PARQUET)
+		return &hs->canon;
+	if (!hs->have_parquet || hs->parquet_width != f->key_type)
+	{
+		hs->parquet = hs->canon;
+		AmqHasherSetParquet(&hs->parquet,
+							(hs->canon.family == AMQ_FAMILY_INT ||
+							 hs->canon.family == AMQ_FAMILY_FLOAT) ? f->key_type : 0);
+		hs->have_parquet = true;
+		hs->parquet_width = f->key_type;
+	}
+	return &hs->parquet;
+}
+
+/*
+ * Add (or remove) hash to (from) f in *v, and for a zero float key of a
+ * Parquet filter the other zero too.
+ */
+static void
+change_key(struct varlena **v, AmqFilter *f, const AmqKindOps *ops,
+		   AmqKeyHasher *h, Datum key, bool add)
+{
+	uint64		other;
+
+	if (add)
+		AmqAddHash(v, f, ops, AmqHashDatum(h, key));
+	else
+		AmqRemoveHash(f, ops, AmqHashDatum(h, key));
+	if (AmqParquetOtherZero(h, key, &other))
+	{
+		if (add)
+			AmqAddHash(v, f, ops, other);
+		else
+			AmqRemoveHash(f, ops, other);
+	}
 }
 
 /*
@@ -76,6 +130,18 @@ array_hashes(FunctionCallInfo fcinfo, int argno, AmqKeyHasher *h, Size *n)
 	for (int i = 0; i < nelems; i++)
 		if (!nulls[i])
 			hashes[k++] = AmqHashDatum(h, elems[i]);
+	if (h->scheme == AMQ_HASH_PARQUET && h->family == AMQ_FAMILY_FLOAT)
+	{
+		/* Parquet's 0 and -0 differ: hold both */
+		uint64		other;
+		Size		nz = k;
+
+		hashes = repalloc_huge(hashes, sizeof(uint64) * Max(2 * k, 1));
+		for (int i = 0; i < nelems; i++)
+			if (!nulls[i] && AmqParquetOtherZero(h, elems[i], &other))
+				hashes[nz++] = other;
+		k = nz;
+	}
 	scratch = palloc_extended(sizeof(uint64) * Max(k, 1), MCXT_ALLOC_HUGE);
 	*n = amq_sort_unique(hashes, k, scratch);
 	pfree(scratch);
@@ -86,12 +152,17 @@ array_hashes(FunctionCallInfo fcinfo, int argno, AmqKeyHasher *h, Size *n)
 Datum
 amq_new(PG_FUNCTION_ARGS)
 {
-	const AmqKindOps *ops = AmqKindOpsByName(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	double		fpr = PG_GETARG_FLOAT8(2);
+	bool		parquet;
+	const AmqKindOps *ops = AmqResolveKind(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+										   false, fpr, &parquet);
 	AmqFilter	f;
 	struct varlena *v;
 
 	AmqRequireCap(ops, AMQ_CAP_ADD, "adding keys after creation");
-	AmqPlanOrError(&f, ops->id, PG_GETARG_INT64(1), PG_GETARG_FLOAT8(2));
+	AmqPlanOrError(&f, ops->id, PG_GETARG_INT64(1), fpr);
+	if (parquet)
+		AmqPlanParquet(&f);
 	v = AmqFilterAlloc(&f);
 	return AmqFilterFinish(v, &f);
 }
@@ -100,50 +171,163 @@ amq_new(PG_FUNCTION_ARGS)
 Datum
 amq_from_array(PG_FUNCTION_ARGS)
 {
-	AmqKeyHasher *h = call_hasher(fcinfo, 0, true);
 	double		fpr = PG_GETARG_FLOAT8(1);
-	const AmqKindOps *ops = AmqKindOpsByName(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	bool		parquet;
+	const AmqKindOps *ops = AmqResolveKind(text_to_cstring(PG_GETARG_TEXT_PP(2)),
+										   true, fpr, &parquet);
 	AmqFilter	keyinfo = {0};
+	AmqKeyHasher *h;
 	uint64	   *hashes;
 	Size		n;
 
 	AmqCheckFpr(fpr);
+	keyinfo.hash_scheme = parquet ? AMQ_HASH_PARQUET : AMQ_HASH_XXH3;
+	h = call_hasher(fcinfo, 0, true, &keyinfo);
 	hashes = array_hashes(fcinfo, 0, h, &n);
 	AmqSetFamily(&keyinfo, h);
-	return AmqBuildFromHashes(ops->id, fpr, &keyinfo, hashes, n);
+	return AmqBuildFromHashes(ops->id, fpr, &keyinfo, hashes, n, 0);
 }
 
-/* amq_add(f, key): f with key added. */
-Datum
-amq_add(PG_FUNCTION_ARGS)
+/* amq_add(f, key) and amq_remove(f, key): f changed by one key. */
+static Datum
+change_one(FunctionCallInfo fcinfo, bool add)
 {
-	AmqKeyHasher *h = call_hasher(fcinfo, 1, false);
 	AmqFilter	f;
 	struct varlena *v = AmqFilterGetArg(fcinfo, 0, &f, true);
 	const AmqKindOps *ops = AmqKindOpsOf(&f);
+	AmqKeyHasher *h = call_hasher(fcinfo, 1, false, &f);
 
-	AmqRequireCap(ops, AMQ_CAP_ADD, "adding keys after creation");
+	if (add)
+		AmqRequireCap(ops, AMQ_CAP_ADD, "adding keys after creation");
+	else
+		AmqRequireCap(ops, AMQ_CAP_REMOVE, "removing keys");
 	AmqSetFamily(&f, h);
-	AmqAddHash(&f, ops, AmqHashDatum(h, PG_GETARG_DATUM(1)));
+	change_key(&v, &f, ops, h, PG_GETARG_DATUM(1), add);
 	return AmqFilterFinish(v, &f);
 }
 
-/* amq_add(f, keys[]): f with every non-NULL element added. */
-Datum
-amq_add_array(PG_FUNCTION_ARGS)
+/* amq_add(f, keys[]) and amq_remove(f, keys[]): every non-NULL element. */
+static Datum
+change_array(FunctionCallInfo fcinfo, bool add)
 {
-	AmqKeyHasher *h = call_hasher(fcinfo, 1, true);
 	AmqFilter	f;
 	struct varlena *v = AmqFilterGetArg(fcinfo, 0, &f, true);
 	const AmqKindOps *ops = AmqKindOpsOf(&f);
-	uint64	   *hashes;
-	Size		n;
+	AmqKeyHasher *h = call_hasher(fcinfo, 1, true, &f);
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems;
 
-	AmqRequireCap(ops, AMQ_CAP_ADD, "adding keys after creation");
+	if (add)
+		AmqRequireCap(ops, AMQ_CAP_ADD, "adding keys after creation");
+	else
+		AmqRequireCap(ops, AMQ_CAP_REMOVE, "removing keys");
 	AmqSetFamily(&f, h);
-	hashes = array_hashes(fcinfo, 1, h, &n);
-	for (Size i = 0; i < n; i++)
-		AmqAddHash(&f, ops, hashes[i]);
+	get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign,
+					  &elems, &nulls, &nelems);
+	for (int i = 0; i < nelems; i++)
+		if (!nulls[i])
+			change_key(&v, &f, ops, h, elems[i], add);
+	return AmqFilterFinish(v, &f);
+}
+
+Datum
+amq_add(PG_FUNCTION_ARGS)
+{
+	return change_one(fcinfo, true);
+}
+
+Datum
+amq_add_array(PG_FUNCTION_ARGS)
+{
+	return change_array(fcinfo, true);
+}
+
+Datum
+amq_remove(PG_FUNCTION_ARGS)
+{
+	return change_one(fcinfo, false);
+}
+
+Datum
+amq_remove_array(PG_FUNCTION_ARGS)
+{
+	return change_array(fcinfo, false);
+}
+
+/* amq_to_parquet(f): the bitset of a Parquet split block filter. */
+Datum
+amq_to_parquet(PG_FUNCTION_ARGS)
+{
+	AmqFilter	f;
+	bytea	   *result;
+
+	AmqFilterGetArg(fcinfo, 0, &f, false);
+	if (f.kind != AMQ_KIND_BLOCKED || f.hash_scheme != AMQ_HASH_PARQUET)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("amqfilter of kind %s is not a Parquet split block filter",
+						AmqKindOpsOf(&f)->name),
+				 errdetail("Parquet hashes values with XXH64 of their Parquet encoding, so a filter built with other hashes cannot be converted."),
+				 errhint("Build the filter with kind 'parquet', for example amq_agg(col, 0.01, 'parquet').")));
+	result = (bytea *) palloc(VARHDRSZ + f.payload_len);
+	SET_VARSIZE(result, VARHDRSZ + f.payload_len);
+	memcpy(VARDATA(result), f.payload, f.payload_len);
+	PG_RETURN_BYTEA_P(result);
+}
+
+/*
+ * amq_from_parquet(bitset, column_type): a Parquet split block filter from
+ * its bitset.  column_type, the SQL type of the column it was written for,
+ * fixes the Parquet physical type; NULL leaves it to each probe's key type.
+ */
+Datum
+amq_from_parquet(PG_FUNCTION_ARGS)
+{
+	bytea	   *bits;
+	Size		len;
+	AmqFilter	f;
+	AmqStats	st;
+	struct varlena *v;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	bits = PG_GETARG_BYTEA_PP(0);
+	len = VARSIZE_ANY_EXHDR(bits);
+
+	if (len < 32 || len % 32 != 0 || len > AMQ_MAX_PAYLOAD)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("invalid Parquet split block filter bitset of %zu bytes", len),
+				 errdetail("A bitset is a whole number of 32-byte blocks, at least one, and at most 1 GB.")));
+	memset(&f, 0, sizeof(f));
+	f.kind = AMQ_KIND_BLOCKED;
+	f.hash_scheme = AMQ_HASH_PARQUET;
+	f.param[0] = len / 32;
+	f.payload_len = len;
+	if (!PG_ARGISNULL(1))
+	{
+		Oid			typid = PG_GETARG_OID(1);
+		AmqKeyHasher h;
+
+		AmqHasherInit(&h, typid, InvalidOid, CurrentMemoryContext);
+		AmqHasherSetParquet(&h, 0);
+		f.key_family = h.family;
+		f.key_type = h.key_type;
+	}
+	v = AmqFilterAlloc(&f);
+	memcpy(f.payload, VARDATA_ANY(bits), len);
+
+	/* what the bitset says of itself */
+	amq_blocked_ops.stats(&f, &st);
+	f.fpr = Min(Max(st.est_fpr, 1e-12), AMQ_FPR_MAX);
+	f.nkeys = (uint64) rint(st.est_distinct);
+	f.flags |= AMQ_FLAG_NKEYS_ESTIMATED;
 	return AmqFilterFinish(v, &f);
 }
 
@@ -175,7 +359,15 @@ amq_intersect(PG_FUNCTION_ARGS)
 static const char *
 scheme_name(int scheme)
 {
-	return scheme == AMQ_HASH_XXH3 ? "xxh3" : "type";
+	switch (scheme)
+	{
+		case AMQ_HASH_XXH3:
+			return "xxh3";
+		case AMQ_HASH_PARQUET:
+			return "parquet";
+		default:
+			return "type";
+	}
 }
 
 static const char *
@@ -187,6 +379,31 @@ family_key(int family)
 	};
 
 	return (family >= 0 && family <= AMQ_FAMILY_MAX) ? names[family] : "unknown";
+}
+
+/* The Parquet physical type of a Parquet filter's keys. */
+static const char *
+parquet_type_name(const AmqFilter *f)
+{
+	switch (f->key_family)
+	{
+		case AMQ_FAMILY_INT:
+			return f->key_type == 4 ? "INT32" : "INT64";
+		case AMQ_FAMILY_FLOAT:
+			return f->key_type == 4 ? "FLOAT" : "DOUBLE";
+		case AMQ_FAMILY_TEXT:
+		case AMQ_FAMILY_BYTEA:
+			return "BYTE_ARRAY";
+		case AMQ_FAMILY_UUID:
+			return "FIXED_LEN_BYTE_ARRAY";
+		case AMQ_FAMILY_DATE:
+			return "INT32";
+		case AMQ_FAMILY_TIMESTAMP:
+		case AMQ_FAMILY_TIMESTAMPTZ:
+			return "INT64";
+		default:
+			return "as probed";
+	}
 }
 
 /* JSON number, with non-finite values as null */
@@ -226,9 +443,11 @@ amq_info(PG_FUNCTION_ARGS)
 	appendStringInfo(&s, ", \"key_family\": \"%s\"", family_key(f.key_family));
 	if (f.key_family == AMQ_FAMILY_OTHER)
 		appendStringInfo(&s, ", \"key_type\": \"%s\"", format_type_be(f.key_type));
+	if (f.hash_scheme == AMQ_HASH_PARQUET)
+		appendStringInfo(&s, ", \"parquet_type\": \"%s\"", parquet_type_name(&f));
 	appendStringInfo(&s, ", \"hash_scheme\": \"%s\", \"portable\": %s, \"seed\": " UINT64_FORMAT "}",
 					 scheme_name(f.hash_scheme),
-					 f.hash_scheme == AMQ_HASH_XXH3 ? "true" : "false", f.seed);
+					 f.hash_scheme != AMQ_HASH_TYPE ? "true" : "false", f.seed);
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(s.data));
 }
 

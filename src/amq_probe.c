@@ -43,7 +43,11 @@ PG_FUNCTION_INFO_V1(amq_hash);
 
 typedef struct AmqProbeCache
 {
-	AmqKeyHasher hasher;
+	AmqKeyHasher hasher;		/* canonical hashes of the key type */
+	AmqKeyHasher parquet;		/* Parquet hashes, for parquet_width */
+	bool		have_parquet;
+	uint32		parquet_width;
+	AmqKeyHasher *active;		/* the one the cached filter needs */
 	bool		filter_per_query;	/* filter arg is a Const or Param */
 
 	/* the cached filter, valid when have_filter */
@@ -109,6 +113,7 @@ probe_cache(FunctionCallInfo fcinfo, int filterarg, int keyarg, bool array)
 		c = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(*c));
 		AmqHasherInit(&c->hasher, typid, PG_GET_COLLATION(),
 					  fcinfo->flinfo->fn_mcxt);
+		c->active = &c->hasher;
 		c->filter_per_query = arg_is_per_query(fcinfo->flinfo, filterarg);
 		fcinfo->flinfo->fn_extra = c;
 	}
@@ -125,13 +130,35 @@ cache_forget(AmqProbeCache *c)
 	c->src_toasted = false;
 }
 
+/*
+ * The hasher that filter f needs: Parquet filters hash keys as Parquet
+ * does, for the width of their column.
+ */
+static AmqKeyHasher *
+hasher_for(AmqProbeCache *c, const AmqFilter *f)
+{
+	if (likely(f->hash_scheme != AMQ_HASH_PARQUET))
+		return &c->hasher;
+	if (!c->have_parquet || c->parquet_width != f->key_type)
+	{
+		c->parquet = c->hasher;
+		AmqHasherSetParquet(&c->parquet,
+							(c->hasher.family == AMQ_FAMILY_INT ||
+							 c->hasher.family == AMQ_FAMILY_FLOAT) ? f->key_type : 0);
+		c->have_parquet = true;
+		c->parquet_width = f->key_type;
+	}
+	return &c->parquet;
+}
+
 /* Decode v into the cache (v already detoasted and owned as decided). */
 static void
 cache_set(AmqProbeCache *c, struct varlena *v)
 {
 	AmqFilterDecode(v, &c->f);
 	c->ops = AmqKindOpsOf(&c->f);
-	AmqCheckFamily(&c->f, &c->hasher);
+	c->active = hasher_for(c, &c->f);
+	AmqCheckFamily(&c->f, c->active);
 	c->have_filter = true;
 }
 
@@ -158,14 +185,30 @@ cache_toasted(FunctionCallInfo fcinfo, AmqProbeCache *c, Datum d,
  * Returns false in *done when the kind cannot be probed by slices.
  */
 static bool
-probe_by_slices(AmqProbeCache *c, Datum d, uint64 hash, bool *done)
+probe_span_of(Datum d, const AmqFilter *f, const AmqKindOps *ops, uint64 hash)
 {
-	struct varlena *hv;
 	struct varlena *sv;
-	AmqFilter	f;
-	const AmqKindOps *ops;
 	uint64		off;
 	uint32		len;
+	bool		result;
+
+	ops->probe_span(f, hash, &off, &len);
+	sv = PG_DETOAST_DATUM_SLICE(d, AMQ_HEADER_SIZE + off, len);
+	if (VARSIZE_ANY_EXHDR(sv) < len)
+		elog(ERROR, "truncated amqfilter payload slice");
+	result = ops->contains_span(f, hash, (const uint8 *) VARDATA_ANY(sv));
+	pfree(sv);
+	return result;
+}
+
+static bool
+probe_by_slices(AmqProbeCache *c, Datum d, Datum key, bool *done)
+{
+	struct varlena *hv;
+	AmqFilter	f;
+	const AmqKindOps *ops;
+	AmqKeyHasher *h;
+	uint64		other;
 	bool		result;
 
 	hv = PG_DETOAST_DATUM_SLICE(d, 0, AMQ_HEADER_SIZE);
@@ -178,14 +221,12 @@ probe_by_slices(AmqProbeCache *c, Datum d, uint64 hash, bool *done)
 		*done = false;
 		return false;
 	}
-	AmqCheckFamily(&f, &c->hasher);
-	ops->probe_span(&f, hash, &off, &len);
-	sv = PG_DETOAST_DATUM_SLICE(d, AMQ_HEADER_SIZE + off, len);
-	if (VARSIZE_ANY_EXHDR(sv) < len)
-		elog(ERROR, "truncated amqfilter payload slice");
-	result = ops->contains_span(&f, hash, (const uint8 *) VARDATA_ANY(sv));
+	h = hasher_for(c, &f);
+	AmqCheckFamily(&f, h);
+	result = probe_span_of(d, &f, ops, AmqHashDatum(h, key));
+	if (!result && AmqParquetOtherZero(h, key, &other))
+		result = probe_span_of(d, &f, ops, other);
 	pfree(hv);
-	pfree(sv);
 	*done = true;
 	return result;
 }
@@ -211,7 +252,7 @@ cache_holds_plain(const AmqProbeCache *c, Pointer p)
  */
 static bool
 cache_filter(FunctionCallInfo fcinfo, AmqProbeCache *c, Datum d,
-			 uint64 hash, bool *result)
+			 Datum key, bool *result)
 {
 	Pointer		p = DatumGetPointer(d);
 
@@ -244,7 +285,7 @@ cache_filter(FunctionCallInfo fcinfo, AmqProbeCache *c, Datum d,
 
 			c->last_toastrelid = tp.va_toastrelid;
 			c->last_valueid = tp.va_valueid;
-			*result = probe_by_slices(c, d, hash, &done);
+			*result = probe_by_slices(c, d, key, &done);
 			if (done)
 				return false;
 		}
@@ -288,25 +329,37 @@ probe_hash(const AmqProbeCache *c, uint64 hash)
 	return c->ops->contains(f, hash);
 }
 
+/* Probe the cached filter for key. */
+static inline bool
+probe_key(AmqProbeCache *c, Datum key)
+{
+	uint64		other;
+
+	if (probe_hash(c, AmqHashDatum(c->active, key)))
+		return true;
+	/* Parquet's 0 and -0 are two values; SQL's are one */
+	return unlikely(c->active != &c->hasher) &&
+		AmqParquetOtherZero(c->active, key, &other) && probe_hash(c, other);
+}
+
 static inline bool
 contains_one(FunctionCallInfo fcinfo, int filterarg, int keyarg)
 {
 	AmqProbeCache *c = (AmqProbeCache *) fcinfo->flinfo->fn_extra;
 	Pointer		p = DatumGetPointer(PG_GETARG_DATUM(filterarg));
-	uint64		hash;
+	Datum		key = PG_GETARG_DATUM(keyarg);
 	bool		result;
 
 	if (unlikely(c == NULL))
 		c = probe_cache(fcinfo, filterarg, keyarg, false);
-	hash = AmqHashDatum(&c->hasher, PG_GETARG_DATUM(keyarg));
 
 	/* the hot path: the in-memory filter of the previous call */
 	if (likely(is_plain(p) && cache_holds_plain(c, p)))
-		return probe_hash(c, hash);
+		return probe_key(c, key);
 
-	if (!cache_filter(fcinfo, c, PointerGetDatum(p), hash, &result))
+	if (!cache_filter(fcinfo, c, PointerGetDatum(p), key, &result))
 		return result;
-	return probe_hash(c, hash);
+	return probe_key(c, key);
 }
 
 Datum
@@ -345,7 +398,6 @@ contains_array(FunctionCallInfo fcinfo, bool want_all)
 					  &elems, &nulls, &n);
 	for (int i = 0; i < n; i++)
 	{
-		uint64		hash;
 		bool		hit;
 
 		if (nulls[i])
@@ -353,11 +405,9 @@ contains_array(FunctionCallInfo fcinfo, bool want_all)
 			saw_null = true;
 			continue;
 		}
-		hash = AmqHashDatum(&c->hasher, elems[i]);
-		if (!cache_filter(fcinfo, c, PG_GETARG_DATUM(0), hash, &hit))
-			;					/* answered by slices */
-		else
-			hit = probe_hash(c, hash);
+		if (cache_filter(fcinfo, c, PG_GETARG_DATUM(0), elems[i], &hit))
+			hit = probe_key(c, elems[i]);
+		/* else answered by slices */
 		if (hit != want_all)
 			PG_RETURN_BOOL(hit);
 	}

@@ -130,8 +130,47 @@ AmqKindOpsByName(const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown amqfilter kind \"%s\"", name),
-				 errhint("Valid kinds are: %s.", amq_kind_names(0))));
+				 errhint("Valid kinds are: %s, auto, parquet.", amq_kind_names(0))));
 	return ops;
+}
+
+/*
+ * The kind that a build asks for by name, with the two names that are not
+ * kinds of their own:
+ *
+ * - "auto": when the build sees the complete key set (keyset: an aggregate
+ *   without a capacity, an array), the static kind with the fewest bits per
+ *   key at this fpr, fuse unless ribbon is at least 15% smaller (fuse probes
+ *   are faster); otherwise, when keys may be added later, blocked.
+ * - "parquet": the blocked kind with Parquet's hashing and a power-of-two
+ *   number of blocks, for amq_to_parquet (*parquet is set).
+ */
+const AmqKindOps *
+AmqResolveKind(const char *name, bool keyset, double fpr, bool *parquet)
+{
+	*parquet = false;
+	if (strcmp(name, "parquet") == 0)
+	{
+		*parquet = true;
+		return &amq_blocked_ops;
+	}
+	if (strcmp(name, "auto") == 0)
+	{
+		const AmqKindOps *fuse = amq_kind_ops(AMQ_KIND_FUSE);
+		const AmqKindOps *ribbon = amq_kind_ops(AMQ_KIND_RIBBON);
+		AmqFilter	a;
+		AmqFilter	b;
+
+		if (!keyset || fuse == NULL || ribbon == NULL)
+			return &amq_blocked_ops;
+		AmqCheckFpr(fpr);
+		if (amq_plan(&a, AMQ_KIND_FUSE, 1000000, fpr) != AMQ_OK)
+			return ribbon;
+		if (amq_plan(&b, AMQ_KIND_RIBBON, 1000000, fpr) != AMQ_OK)
+			return fuse;
+		return ((double) b.payload_len <= 0.85 * (double) a.payload_len) ? ribbon : fuse;
+	}
+	return AmqKindOpsByName(name);
 }
 
 const AmqKindOps *
@@ -298,64 +337,183 @@ AmqRequireCap(const AmqKindOps *ops, uint32 cap, const char *what)
 			 errhint("No kind supports %s.", what)));
 }
 
+/* Report a full fixed-size filter. */
+static void
+filter_full(const AmqKindOps *ops)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("amqfilter of kind %s is full", ops->name),
+			 errdetail("No key was lost: the filter is unchanged by the failed add."),
+			 errhint("Create the filter with a larger capacity, or use kind scalable, which grows.")));
+}
+
 /*
- * Add a key hash to a dynamic filter, counting it as a new key unless the
- * filter already reported it present (so repeated keys count once).
+ * Add a key hash to the dynamic filter f, which lives in *v (a plain
+ * varlena that the caller owns; a kind that grows may reallocate it, in its
+ * memory context).
+ *
+ * Kinds that can remove keys count every add, so that adding a key twice
+ * and removing it once leaves it present.  For the others a key the filter
+ * already reports present changes nothing and is not counted again.
  */
 void
-AmqAddHash(AmqFilter *f, const AmqKindOps *ops, uint64 hash)
+AmqAddHash(struct varlena **v, AmqFilter *f, const AmqKindOps *ops, uint64 hash)
+{
+	AmqStatus	st;
+
+	if (!(ops->caps & AMQ_CAP_REMOVE) && ops->contains(f, hash))
+		return;
+	st = ops->add(f, hash);
+	while (st == AMQ_ERR_FULL && (ops->caps & AMQ_CAP_GROW))
+	{
+		uint64		newlen;
+		Size		oldsize = VARSIZE(*v);
+		Size		newsize;
+
+		if (ops->grow_plan(f, &newlen) != AMQ_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("amqfilter of kind %s cannot grow past 1 GB", ops->name),
+					 errdetail("It holds " UINT64_FORMAT " keys in %llu bytes.",
+							   f->nkeys, (unsigned long long) f->payload_len),
+					 errhint("Use a larger false-positive rate or fewer keys per filter.")));
+		newsize = AMQ_VARSIZE(newlen);
+		*v = (struct varlena *) repalloc_huge(*v, newsize);
+		memset((char *) *v + oldsize, 0, newsize - oldsize);
+		SET_VARSIZE(*v, newsize);
+		f->payload = (uint8 *) VARDATA(*v) + AMQ_HEADER_SIZE;
+		ops->grow(f, newlen);
+		st = ops->add(f, hash);
+	}
+	if (st == AMQ_ERR_FULL)
+		filter_full(ops);
+	if (st != AMQ_OK)
+		elog(ERROR, "could not add to amqfilter: %s", amq_status_message(st));
+	f->nkeys++;
+}
+
+/*
+ * Remove a key hash from a filter whose kind can (counting, cuckoo).  A key
+ * the filter does not report present is not there: nothing changes.
+ */
+void
+AmqRemoveHash(AmqFilter *f, const AmqKindOps *ops, uint64 hash)
 {
 	AmqStatus	st;
 
 	if (!ops->contains(f, hash))
-		f->nkeys++;
-	st = ops->add(f, hash);
-	if (st == AMQ_ERR_FULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("amqfilter of kind %s is full", ops->name),
-				 errhint("Create the filter with a larger capacity.")));
+		return;
+	st = ops->remove(f, hash);
 	if (st != AMQ_OK)
-		elog(ERROR, "could not add to amqfilter: %s", amq_status_message(st));
+		elog(ERROR, "could not remove from amqfilter: %s", amq_status_message(st));
+	if (f->nkeys > 0)
+		f->nkeys--;
+}
+
+/* Scratch memory for static builds: NULL on failure, never an ERROR. */
+static void *
+build_alloc(void *ctx, size_t size)
+{
+	return MemoryContextAllocExtended(CurrentMemoryContext, size,
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+}
+
+static void
+build_free(void *ctx, void *ptr)
+{
+	pfree(ptr);
 }
 
 /*
- * Build a filter sized exactly for n distinct hashes, sorted ascending
+ * Make f a Parquet split block filter: the blocked geometry planned for it,
+ * with the number of blocks rounded up to a power of two as Parquet writers
+ * size theirs, and Parquet's hashing.
+ */
+void
+AmqPlanParquet(AmqFilter *f)
+{
+	uint64		nblocks = 1;
+
+	Assert(f->kind == AMQ_KIND_BLOCKED);
+	while (nblocks < f->param[0])
+		nblocks <<= 1;
+	if (nblocks * 32 > AMQ_MAX_PAYLOAD)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("Parquet amqfilter of " UINT64_FORMAT " blocks is too large", nblocks),
+				 errdetail("An amqfilter holds at most 1 GB."),
+				 errhint("Use a larger false-positive rate or fewer keys per filter.")));
+	f->param[0] = nblocks;
+	f->payload_len = nblocks * 32;
+	f->hash_scheme = AMQ_HASH_PARQUET;
+}
+
+/*
+ * Build a filter sized exactly for n distinct hashes (or for min_capacity
+ * keys, if more), sorted ascending
  * (sorted order lets a dynamic kind touch its payload in order).  keyinfo
  * supplies the key family, hash scheme and key type.
  */
 Datum
 AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
-				   uint64 *hashes, Size n)
+				   uint64 *hashes, Size n, uint64 min_capacity)
 {
 	AmqFilter	f;
-	const AmqKindOps *ops;
+	const AmqKindOps *ops = amq_kind_ops(kind);
 	struct varlena *v;
 	AmqStatus	st = AMQ_OK;
+	uint64		capacity = Max(Max(n, 1), min_capacity);
 
-	AmqPlanOrError(&f, kind, Max(n, 1), fpr);
-	ops = AmqKindOpsOf(&f);
-	f.key_family = keyinfo->key_family;
-	f.hash_scheme = keyinfo->hash_scheme;
-	f.key_type = keyinfo->key_type;
-	v = AmqFilterAlloc(&f);
-
-	if (ops->caps & AMQ_CAP_STATIC)
+	for (int attempt = 0;; attempt++)
 	{
-		AmqAllocator alloc = {NULL, NULL, NULL};
+		AmqPlanOrError(&f, kind, capacity, fpr);
+		if (keyinfo->hash_scheme == AMQ_HASH_PARQUET)
+			AmqPlanParquet(&f);
+		f.key_family = keyinfo->key_family;
+		f.hash_scheme = keyinfo->hash_scheme;
+		f.key_type = keyinfo->key_type;
+		v = AmqFilterAlloc(&f);
 
-		st = ops->build(&f, hashes, n, &alloc);
+		if (ops->caps & AMQ_CAP_STATIC)
+		{
+			AmqAllocator alloc = {build_alloc, build_free, NULL};
+
+			st = ops->build(&f, hashes, n, &alloc);
+		}
+		else
+		{
+			for (Size i = 0; i < n && st == AMQ_OK; i++)
+				st = ops->add(&f, hashes[i]);
+		}
+
+		/*
+		 * A cuckoo table planned for n keys holds them but for bad luck:
+		 * plan a quarter more room and build again.
+		 */
+		if (st != AMQ_ERR_FULL || attempt == 3)
+			break;
+		pfree(v);
+		capacity += capacity / 4 + 1;
+		st = AMQ_OK;
 	}
-	else
-	{
-		for (Size i = 0; i < n; i++)
-			ops->add(&f, hashes[i]);
-	}
-	if (st != AMQ_OK)
+	if (st == AMQ_ERR_NOMEM)
 		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not build amqfilter of kind %s: %s",
-						ops->name, amq_status_message(st))));
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory building an amqfilter of kind %s for %zu keys",
+						ops->name, (size_t) n)));
+	if (st == AMQ_ERR_BUILD_FAILED)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("could not build an amqfilter of kind %s for %zu keys",
+						ops->name, (size_t) n),
+				 errdetail("Construction failed with every one of its deterministic seeds."),
+				 errhint("Build it again with another kind, for example blocked.")));
+	if (st == AMQ_ERR_FULL)
+		filter_full(ops);
+	if (st != AMQ_OK)
+		elog(ERROR, "could not build amqfilter of kind %s: %s",
+			 ops->name, amq_status_message(st));
 	f.nkeys = n;
 	return AmqFilterFinish(v, &f);
 }

@@ -34,9 +34,14 @@ extern void AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr);
 extern void AmqCheckFpr(double fpr);
 extern void AmqSetFamily(AmqFilter *f, const AmqKeyHasher *h);
 extern void AmqMergeFamily(AmqFilter *dst, const AmqFilter *src);
-extern void AmqAddHash(AmqFilter *f, const AmqKindOps *ops, uint64 hash);
+extern const AmqKindOps *AmqResolveKind(const char *name, bool keyset,
+										double fpr, bool *parquet);
+extern void AmqAddHash(struct varlena **v, AmqFilter *f,
+					   const AmqKindOps *ops, uint64 hash);
+extern void AmqRemoveHash(AmqFilter *f, const AmqKindOps *ops, uint64 hash);
+extern void AmqPlanParquet(AmqFilter *f);
 extern Datum AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
-								uint64 *hashes, Size n);
+								uint64 *hashes, Size n, uint64 min_capacity);
 extern void AmqMergeOrError(AmqFilter *f, const AmqFilter *g, AmqMergeOp op);
 extern void AmqRequireCap(const AmqKindOps *ops, uint32 cap, const char *what);
 

@@ -23,11 +23,18 @@
  * support function with seed 0; such filters record the type and are
  * marked not portable, since those functions may differ by architecture.
  *
+ * Filters exchanged with Parquet (amq_to_parquet, amq_from_parquet) hash as
+ * Parquet does instead: XXH64, seed 0, of the value's PLAIN encoding for the
+ * column's physical type (see AmqHasherSetParquet).
+ *
  *-------------------------------------------------------------------------
  */
 #include "compat.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
@@ -195,6 +202,8 @@ AmqHasherInit(AmqKeyHasher *h, Oid typid, Oid collation, MemoryContext mcxt)
 	h->basetype = base;
 	h->collation = collation;
 	h->scheme = AMQ_HASH_XXH3;
+	if (base == INT8OID || base == INT4OID)
+		h->fast_type = base;
 
 	switch (base)
 	{
@@ -283,6 +292,240 @@ AmqHasherInit(AmqKeyHasher *h, Oid typid, Oid collation, MemoryContext mcxt)
 	}
 }
 
+/*
+ * Parquet hashing.  The physical types and their PLAIN encodings:
+ *
+ *	int2, int4, date		INT32, 4 bytes little-endian (date as days since
+ *							1970-01-01)
+ *	int8					INT64, 8 bytes little-endian
+ *	timestamp, timestamptz	INT64 microseconds since 1970-01-01 00:00 UTC
+ *							(Parquet TIMESTAMP(MICROS))
+ *	float4 / float8			FLOAT / DOUBLE, IEEE 754 little-endian
+ *	text, varchar, name, bpchar, bytea	BYTE_ARRAY, the bytes alone
+ *	uuid					FIXED_LEN_BYTE_ARRAY(16), the 16 bytes
+ *
+ * An integer or float column is INT32 or INT64 (FLOAT or DOUBLE) whatever
+ * the type of the value probed, so the hasher takes the column's width: a
+ * value that the column's type cannot hold is hashed in the wider form and
+ * so is never found.
+ */
+static inline uint64
+pq_hash(const void *p, size_t len)
+{
+	return XXH64(p, len, 0);
+}
+
+static uint64
+pq_hash_int_value(int64 v, uint32 width)
+{
+	uint8		buf[8];
+
+	if (width == 4 && v >= PG_INT32_MIN && v <= PG_INT32_MAX)
+	{
+		amq_store32(buf, (uint32) (int32) v);
+		return pq_hash(buf, 4);
+	}
+	amq_store64(buf, (uint64) v);
+	return pq_hash(buf, 8);
+}
+
+static int64
+pq_int_datum(const AmqKeyHasher *h, Datum d)
+{
+	switch (h->basetype)
+	{
+		case INT2OID:
+			return DatumGetInt16(d);
+		case INT4OID:
+			return DatumGetInt32(d);
+		default:
+			return DatumGetInt64(d);
+	}
+}
+
+static uint64
+pq_hash_int(Datum d, AmqKeyHasher *h)
+{
+	return pq_hash_int_value(pq_int_datum(h, d), h->key_type);
+}
+
+static uint64
+pq_hash_float_value(double v, uint32 width)
+{
+	uint8		buf[8];
+	uint64		bits;
+
+	if (width == 4)
+	{
+		float		f = (float) v;
+
+		if ((double) f == v || isnan(v))
+		{
+			uint32		fbits;
+
+			memcpy(&fbits, &f, 4);
+			amq_store32(buf, fbits);
+			return pq_hash(buf, 4);
+		}
+	}
+	memcpy(&bits, &v, 8);
+	amq_store64(buf, bits);
+	return pq_hash(buf, 8);
+}
+
+static double
+pq_float_datum(const AmqKeyHasher *h, Datum d)
+{
+	return h->basetype == FLOAT4OID ? (double) DatumGetFloat4(d) : DatumGetFloat8(d);
+}
+
+static uint64
+pq_hash_float(Datum d, AmqKeyHasher *h)
+{
+	return pq_hash_float_value(pq_float_datum(h, d), h->key_type);
+}
+
+static uint64
+pq_hash_varlena(Datum d, AmqKeyHasher *h)
+{
+	struct varlena *v = PG_DETOAST_DATUM_PACKED(d);
+	Size		len = VARSIZE_ANY_EXHDR(v);
+	uint64		r;
+
+	if (h->basetype == BPCHAROID)
+		len = bpchartruelen(VARDATA_ANY(v), len);
+	r = pq_hash(VARDATA_ANY(v), len);
+	if ((Pointer) v != DatumGetPointer(d))
+		pfree(v);
+	return r;
+}
+
+static uint64
+pq_hash_name(Datum d, AmqKeyHasher *h)
+{
+	const char *s = NameStr(*DatumGetName(d));
+
+	return pq_hash(s, strlen(s));
+}
+
+static uint64
+pq_hash_uuid(Datum d, AmqKeyHasher *h)
+{
+	return pq_hash(DatumGetUUIDP(d)->data, UUID_LEN);
+}
+
+static uint64
+pq_hash_date(Datum d, AmqKeyHasher *h)
+{
+	/* days 1970-01-01 .. 2000-01-01; infinities fall outside INT32 */
+	return pq_hash_int_value((int64) DatumGetDateADT(d) +
+							 (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE), 4);
+}
+
+static uint64
+pq_hash_timestamp(Datum d, AmqKeyHasher *h)
+{
+	int64		ts = DatumGetInt64(d);
+	int64		unix_us;
+	uint8		buf[9];
+
+	if (pg_add_s64_overflow(ts, (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
+							USECS_PER_DAY, &unix_us))
+	{
+		/* +infinity: no Parquet value; 9 bytes match no INT64 */
+		memset(buf, 0xff, sizeof(buf));
+		return pq_hash(buf, sizeof(buf));
+	}
+	return pq_hash_int_value(unix_us, 8);
+}
+
+/*
+ * Switch h to Parquet hashing for a column of the given width (4 or 8 for
+ * integers and floats; 0: the width of h's own type).  An ERROR if h's type
+ * has no Parquet physical type here.
+ */
+void
+AmqHasherSetParquet(AmqKeyHasher *h, uint32 width)
+{
+	uint32		natural = 0;
+
+	switch (h->basetype)
+	{
+		case INT2OID:
+		case INT4OID:
+		case FLOAT4OID:
+			natural = 4;
+			break;
+		case INT8OID:
+		case FLOAT8OID:
+			natural = 8;
+			break;
+		default:
+			break;
+	}
+	switch (h->basetype)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			h->hash = pq_hash_int;
+			break;
+		case FLOAT4OID:
+		case FLOAT8OID:
+			h->hash = pq_hash_float;
+			break;
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case BYTEAOID:
+			h->hash = pq_hash_varlena;
+			break;
+		case NAMEOID:
+			h->hash = pq_hash_name;
+			break;
+		case UUIDOID:
+			h->hash = pq_hash_uuid;
+			break;
+		case DATEOID:
+			h->hash = pq_hash_date;
+			break;
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			h->hash = pq_hash_timestamp;
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("type %s has no Parquet physical type for amqfilter",
+							format_type_be(h->typid)),
+					 errhint("Parquet filters take int2, int4, int8, float4, float8, text, varchar, bpchar, name, bytea, uuid, date, timestamp and timestamptz keys.")));
+	}
+	if (natural == 0 && width != 0)
+		elog(ERROR, "Parquet width %u given for a key type without one", width);
+	h->key_type = natural ? (width ? width : natural) : 0;
+	h->scheme = AMQ_HASH_PARQUET;
+	h->fast_type = InvalidOid;
+}
+
+/*
+ * Parquet hashes a float's bytes, so 0 and -0, equal in SQL, are two
+ * values to it.  For a zero key, the hash of the other zero: the Parquet
+ * paths add and probe both.
+ */
+bool
+AmqParquetOtherZero(const AmqKeyHasher *h, Datum value, uint64 *hash)
+{
+	double		v;
+
+	if (h->scheme != AMQ_HASH_PARQUET || h->family != AMQ_FAMILY_FLOAT)
+		return false;
+	v = pq_float_datum(h, value);
+	if (v != 0.0)
+		return false;
+	*hash = pq_hash_float_value(signbit(v) ? 0.0 : -0.0, h->key_type);
+	return true;
+}
+
 const char *
 AmqFamilyName(int family, uint32 key_type)
 {
@@ -327,7 +570,8 @@ AmqCheckFamily(const AmqFilter *f, const AmqKeyHasher *h)
 	if (f->key_family == AMQ_FAMILY_NONE)
 		return;
 	if (f->key_family != h->family ||
-		(h->family == AMQ_FAMILY_OTHER && f->key_type != h->key_type))
+		((h->family == AMQ_FAMILY_OTHER || f->hash_scheme == AMQ_HASH_PARQUET) &&
+		 f->key_type != h->key_type))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("amqfilter holds keys of family %s, not %s",

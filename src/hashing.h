@@ -29,7 +29,9 @@ typedef struct AmqKeyHasher
 	Oid			collation;
 	uint8		family;			/* AmqKeyFamily */
 	uint8		scheme;			/* AmqHashScheme */
-	uint32		key_type;		/* basetype for AMQ_FAMILY_OTHER, else 0 */
+	uint32		key_type;		/* basetype for AMQ_FAMILY_OTHER; Parquet
+								 * width of integers and floats; else 0 */
+	Oid			fast_type;		/* INT8OID or INT4OID: hashed inline */
 	AmqHashFn	hash;
 	FmgrInfo	ext_hash;		/* AMQ_FAMILY_OTHER: extended hash proc */
 } AmqKeyHasher;
@@ -38,6 +40,9 @@ extern void AmqHasherInit(AmqKeyHasher *h, Oid typid, Oid collation,
 						  MemoryContext mcxt);
 extern const char *AmqFamilyName(int family, uint32 key_type);
 extern void AmqCheckFamily(const AmqFilter *f, const AmqKeyHasher *h);
+extern void AmqHasherSetParquet(AmqKeyHasher *h, uint32 width);
+extern bool AmqParquetOtherZero(const AmqKeyHasher *h, Datum value,
+								uint64 *hash);
 
 /* The integer family's canonical hash, inline for the probe hot path. */
 static inline uint64
@@ -53,9 +58,9 @@ static inline uint64
 AmqHashDatum(AmqKeyHasher *h, Datum value)
 {
 	/* the common key types without an indirect call */
-	if (h->basetype == INT8OID)
+	if (h->fast_type == INT8OID)
 		return AmqHashInt64(DatumGetInt64(value));
-	if (h->basetype == INT4OID)
+	if (h->fast_type == INT4OID)
 		return AmqHashInt64(DatumGetInt32(value));
 	return h->hash(value, h);
 }
