@@ -69,7 +69,6 @@ typedef struct AmqAggState
 	int64		capacity;		/* 0: size from the keys at the end */
 	AmqFilter	keyinfo;		/* key family, hash scheme, key type */
 	AmqKeyHasher *h;			/* hashes the keys (trans states only) */
-	bool		slow;			/* every row takes agg_trans_slow */
 
 	/* AGG_BUFFER */
 	uint64	   *hashes;
@@ -183,7 +182,7 @@ amq_agg_trans(PG_FUNCTION_ARGS)
 {
 	AmqAggState *s = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
 	/* the per-row path: append one hash */
-	if (likely(s != NULL && s->mode == AGG_BUFFER && !s->slow &&
+	if (likely(s != NULL && s->mode == AGG_BUFFER &&
 			   s->nhashes < s->maxhashes))
 	{
 		if (!PG_ARGISNULL(1))
@@ -233,8 +232,6 @@ agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
 			s->h = MemoryContextAlloc(aggcontext, sizeof(AmqKeyHasher));
 			*s->h = *h;
 			AmqHasherSetParquet(s->h, 0);
-			/* a zero float adds both zeros */
-			s->slow = (s->h->family == AMQ_FAMILY_FLOAT);
 		}
 		AmqSetFamily(&s->keyinfo, s->h);
 		if (has_capacity)
@@ -266,23 +263,12 @@ agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
 
 	hash = AmqHashDatum(s->h, PG_GETARG_DATUM(1));
 	if (s->mode == AGG_FILTER)
-	{
-		const AmqKindOps *ops = amq_kind_ops(s->f.kind);
-		uint64		other;
-
-		AmqAddHash(&s->filter, &s->f, ops, hash);
-		if (s->slow && AmqParquetOtherZero(s->h, PG_GETARG_DATUM(1), &other))
-			AmqAddHash(&s->filter, &s->f, ops, other);
-	}
+		AmqAddHash(&s->filter, &s->f, amq_kind_ops(s->f.kind), hash);
 	else
 	{
-		uint64		other;
-
-		if (unlikely(s->nhashes + 2 > s->maxhashes))
-			buffer_reserve(s, 2, aggcontext);
+		if (unlikely(s->nhashes == s->maxhashes))
+			buffer_reserve(s, 1, aggcontext);
 		s->hashes[s->nhashes++] = hash;
-		if (s->slow && AmqParquetOtherZero(s->h, PG_GETARG_DATUM(1), &other))
-			s->hashes[s->nhashes++] = other;
 	}
 	PG_RETURN_POINTER(s);
 }

@@ -82,27 +82,15 @@ call_hasher(FunctionCallInfo fcinfo, int keyarg, bool array, const AmqFilter *f)
 	return &hs->parquet;
 }
 
-/*
- * Add (or remove) hash to (from) f in *v, and for a zero float key of a
- * Parquet filter the other zero too.
- */
+/* Add (or remove) key to (from) f in *v. */
 static void
 change_key(struct varlena **v, AmqFilter *f, const AmqKindOps *ops,
 		   AmqKeyHasher *h, Datum key, bool add)
 {
-	uint64		other;
-
 	if (add)
 		AmqAddHash(v, f, ops, AmqHashDatum(h, key));
 	else
 		AmqRemoveHash(f, ops, AmqHashDatum(h, key));
-	if (AmqParquetOtherZero(h, key, &other))
-	{
-		if (add)
-			AmqAddHash(v, f, ops, other);
-		else
-			AmqRemoveHash(f, ops, other);
-	}
 }
 
 /*
@@ -130,18 +118,6 @@ array_hashes(FunctionCallInfo fcinfo, int argno, AmqKeyHasher *h, Size *n)
 	for (int i = 0; i < nelems; i++)
 		if (!nulls[i])
 			hashes[k++] = AmqHashDatum(h, elems[i]);
-	if (h->scheme == AMQ_HASH_PARQUET && h->family == AMQ_FAMILY_FLOAT)
-	{
-		/* Parquet's 0 and -0 differ: hold both */
-		uint64		other;
-		Size		nz = k;
-
-		hashes = repalloc_huge(hashes, sizeof(uint64) * Max(2 * k, 1));
-		for (int i = 0; i < nelems; i++)
-			if (!nulls[i] && AmqParquetOtherZero(h, elems[i], &other))
-				hashes[nz++] = other;
-		k = nz;
-	}
 	scratch = palloc_extended(sizeof(uint64) * Max(k, 1), MCXT_ALLOC_HUGE);
 	*n = amq_sort_unique(hashes, k, scratch);
 	pfree(scratch);

@@ -289,6 +289,12 @@ AmqMergeOrError(AmqFilter *f, const AmqFilter *g, AmqMergeOp op)
 						what, ops->name, AmqKindOpsOf(g)->name),
 				 errhint("Both filters must be of one kind; kinds that support %s: %s.",
 						 what, amq_kind_names(cap))));
+	if ((f->hash_scheme == AMQ_HASH_PARQUET) != (g->hash_scheme == AMQ_HASH_PARQUET))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("cannot compute the %s of a Parquet amqfilter and one of other hashing", what),
+				 errdetail("Parquet filters hash keys with XXH64 of their Parquet encoding, other filters with XXH3."),
+				 errhint("Build both with kind 'parquet', or neither.")));
 	AmqMergeFamily(f, g);
 	rc = ops->merge(f, g, op);
 	if (rc == AMQ_ERR_MISMATCH)
@@ -427,8 +433,10 @@ build_free(void *ctx, void *ptr)
 
 /*
  * Make f a Parquet split block filter: the blocked geometry planned for it,
- * with the number of blocks rounded up to a power of two as Parquet writers
- * size theirs, and Parquet's hashing.
+ * with the number of blocks rounded up to a power of two, and Parquet's
+ * hashing.  The Parquet format allows any number of blocks, but Arrow's
+ * reader (and those sharing its code) takes only powers of two from 32
+ * bytes to 128 MB, as every writer makes them.
  */
 void
 AmqPlanParquet(AmqFilter *f)
@@ -438,12 +446,13 @@ AmqPlanParquet(AmqFilter *f)
 	Assert(f->kind == AMQ_KIND_BLOCKED);
 	while (nblocks < f->param[0])
 		nblocks <<= 1;
-	if (nblocks * 32 > AMQ_MAX_PAYLOAD)
+	if (nblocks * 32 > AMQ_PARQUET_MAX_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("Parquet amqfilter of " UINT64_FORMAT " blocks is too large", nblocks),
-				 errdetail("An amqfilter holds at most 1 GB."),
-				 errhint("Use a larger false-positive rate or fewer keys per filter.")));
+				 errmsg("Parquet amqfilter of " UINT64_FORMAT " bytes is too large",
+						nblocks * 32),
+				 errdetail("Parquet readers take split block filters of at most 128 MB."),
+				 errhint("Use a larger false-positive rate or fewer keys per filter, for example one per row group.")));
 	f->param[0] = nblocks;
 	f->payload_len = nblocks * 32;
 	f->hash_scheme = AMQ_HASH_PARQUET;

@@ -18,6 +18,9 @@
 #include "hashing.h"
 
 /* bytes of a varlena holding a filter with this payload */
+/* the largest split block filter that Parquet readers take */
+#define AMQ_PARQUET_MAX_BYTES		((uint64) 128 * 1024 * 1024)
+
 #define AMQ_VARSIZE(payload_len)	(VARHDRSZ + AMQ_HEADER_SIZE + (Size) (payload_len))
 
 extern struct varlena *AmqFilterAlloc(AmqFilter *f);

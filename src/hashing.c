@@ -509,8 +509,9 @@ AmqHasherSetParquet(AmqKeyHasher *h, uint32 width)
 
 /*
  * Parquet hashes a float's bytes, so 0 and -0, equal in SQL, are two
- * values to it.  For a zero key, the hash of the other zero: the Parquet
- * paths add and probe both.
+ * values to it.  A filter holds what a Parquet writer would (the value as
+ * given), and a probe of a zero tries the other zero too: for a zero key,
+ * this gives the other zero's hash.
  */
 bool
 AmqParquetOtherZero(const AmqKeyHasher *h, Datum value, uint64 *hash)
