@@ -226,6 +226,13 @@ AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr)
 				 errdetail("An amqfilter holds at most 1 GB."),
 				 errhint("Use a larger false-positive rate or fewer keys per filter, for example one filter per partition or per GROUP BY bucket.")));
 	}
+	if (st == AMQ_ERR_PARAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("amqfilter kind %s cannot reach false-positive rate %g",
+						amq_kind_ops(kind)->name, fpr),
+				 errdetail("Its widest fingerprints give a rate of 2^-32 (about 2.3e-10)."),
+				 errhint("Use a false-positive rate of at least 2.3e-10, or kind bloom or blocked.")));
 	if (st != AMQ_OK)
 		elog(ERROR, "could not plan amqfilter: %s", amq_status_message(st));
 }

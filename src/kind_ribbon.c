@@ -1,0 +1,604 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_ribbon.c
+ *	  The "ribbon" kind: a static Standard Ribbon filter (Dillinger and
+ *	  Walzer), built once from the complete set of key hashes.
+ *
+ * Every key is one linear equation over GF(2): a w-bit coefficient row c
+ * placed at a start slot s, and an r-bit fingerprint fp.  The filter is a
+ * solution S, r bits per slot, with XOR over {S[s + k] : bit k of c set}
+ * equal to fp for every key; a probe recomputes that XOR and compares.  An
+ * absent key yields an unrelated r-bit value, so it passes with
+ * probability 2^-r: that is the stated false-positive rate, and r is the
+ * smallest width with 2^-r <= the target fpr.
+ *
+ * Parameters: param[0] = m, the number of slots (a multiple of 64, at
+ * least w + 64); param[1] = r, result bits per slot (1..32); param[2] = w,
+ * the coefficient width, always 192.  Starts lie in [0, m - w).
+ *
+ * Payload: m * r / 8 bytes, column-major and interleaved by 64-slot
+ * segment: segment g is r little-endian 64-bit words, word j holding
+ * result bit j of slots 64g .. 64g + 63 (slot 64g + b at bit b).  A probe
+ * needs bits s .. s + w - 1 of every column, which are words q .. q + 3 of
+ * each column with q = s / 64: one contiguous run of 4r words at byte
+ * q * r * 8 (224 bytes at r = 7, four or five cache lines, all loaded in
+ * parallel).  The coefficient is shifted once by s % 64, then each result
+ * bit is the parity of four ANDs.  Slot m - 1 is never covered (the last
+ * start is m - w - 1), which keeps the fourth word in bounds without a
+ * branch.
+ *
+ * Hashing: h = amq_seeded(f, key hash).  The start is amq_reduce(h, m - w),
+ * monotone in h; the fingerprint is the low r bits of h; the coefficient
+ * comes from amq_mix64(h), a bijective remix that leaves it unrelated to
+ * both, with its lowest bit forced to 1 so that a key's row begins exactly
+ * at its start.
+ *
+ * Why w = 192 rather than RocksDB's 128: construction fails when some
+ * stretch of slots receives more keys than it can pivot, and the spare
+ * space needed to make that unlikely grows with log(n) / w.  Measured at
+ * 10^7 keys, w = 128 needs about 5.5% spare slots for 5 successes in 6
+ * attempts, i.e. 7.39 bits per key at r = 7, over the 7.3 the spec allows;
+ * w = 192 needs about 3.5%, and plans 3.9% (7.27 bits per key).  The cost
+ * is one more word per column in a probe and in banding.
+ * ribbon_overhead() below has the measurements.
+ *
+ * Construction (ribbon_build): the keys are banded in ascending start
+ * order, which is ascending h: with seed 0 that is the caller's order,
+ * otherwise the remixed hashes are radix sorted first.  Banding is
+ * Gaussian elimination on the fly: a key's row, starting at slot i, is
+ * stored there if the slot is free; otherwise the stored row (which also
+ * begins at i) is XORed into it along with its result, and the walk moves
+ * to the new row's lowest set bit.  Sorted order keeps every access within
+ * a window of w slots that slides forward, so the band stays in cache and
+ * is zeroed lazily just ahead of the window.  A row that cancels to zero
+ * means the system has no solution for this seed: the attempt fails and
+ * the next seed is tried.  Back-substitution then fixes S from the last
+ * slot down; a free slot (no pivot) gets 0.
+ *
+ * Scratch memory, from the caller's allocator: 24 bytes of coefficient
+ * and 4 of result per slot (about 290 MB for 10^7 keys, one block of 250
+ * MB), plus 8 bytes per key for the remixed hashes when the seed is not 0.
+ * Measured at 10^7 keys: banding about 55 ns per key (7.8 row operations
+ * on average, each a dependent load), back-substitution about 25 ns.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+
+#include "amq.h"
+
+#if defined(__SSE2__) && !defined(AMQ_BIG_ENDIAN) && !defined(RIBBON_NO_SSE2)
+#include <emmintrin.h>
+#define RIBBON_SSE2 1
+#endif
+
+#define RIBBON_WORDS		3	/* 64-bit words per coefficient row */
+#define RIBBON_W			(64 * RIBBON_WORDS)
+#define RIBBON_MAX_R		32
+
+/*
+ * Seeds tried by build: attempt 0 uses f->seed, attempt a >= 1 uses
+ * amq_mix64(f->seed + a * RIBBON_SEED_STEP).  Plans aim at about 98%
+ * success per attempt, so running out means broken input, not bad luck.
+ */
+#ifndef RIBBON_MAX_ATTEMPTS
+#define RIBBON_MAX_ATTEMPTS	16
+#endif
+#define RIBBON_SEED_STEP	UINT64_C(0x9e3779b97f4a7c15)
+
+/* odd multipliers deriving the upper coefficient words */
+#define RIBBON_K1			UINT64_C(0xa0761d6478bd642f)
+#define RIBBON_K2			UINT64_C(0xe7037ed1a0b428db)
+
+/* slots zeroed at a time ahead of the banding window */
+#define RIBBON_ZERO_CHUNK	4096
+
+/* largest m: r = 1 and the payload at AMQ_MAX_PAYLOAD */
+#define RIBBON_MAX_SLOTS	((AMQ_MAX_PAYLOAD * 8) & ~(uint64_t) 63)
+
+/* high and low halves of a 64 x 64 product, folded together */
+static inline uint64_t
+ribbon_mum(uint64_t a, uint64_t b)
+{
+	unsigned __int128 p = (unsigned __int128) a * b;
+
+	return (uint64_t) p ^ (uint64_t) (p >> 64);
+}
+
+/* the coefficient row of a (seeded) hash; bit 0 is always set */
+static inline void
+ribbon_coeff(uint64_t h, uint64_t *c0, uint64_t *c1, uint64_t *c2)
+{
+	uint64_t	a = amq_mix64(h);
+
+	*c0 = a | 1;
+	*c1 = ribbon_mum(a, RIBBON_K1);
+	*c2 = ribbon_mum(a, RIBBON_K2);
+}
+
+#ifdef RIBBON_SSE2
+/*
+ * The parities of the four 64-bit lanes of a and b, as bits 0..3 (a's low
+ * lane first).  Each lane is folded to 32 bits, the four halves are packed
+ * into one register and folded on to their top bit, which movemask reads.
+ */
+static inline uint32_t
+ribbon_parity4(__m128i a, __m128i b)
+{
+	__m128	v;
+	__m128i x;
+
+	a = _mm_xor_si128(a, _mm_srli_epi64(a, 32));
+	b = _mm_xor_si128(b, _mm_srli_epi64(b, 32));
+	/* lanes 0 and 2 of each hold the folds: a0 a1 b0 b1 */
+	v = _mm_shuffle_ps(_mm_castsi128_ps(a), _mm_castsi128_ps(b),
+					   _MM_SHUFFLE(2, 0, 2, 0));
+	x = _mm_castps_si128(v);
+	x = _mm_xor_si128(x, _mm_slli_epi32(x, 16));
+	x = _mm_xor_si128(x, _mm_slli_epi32(x, 8));
+	x = _mm_xor_si128(x, _mm_slli_epi32(x, 4));
+	x = _mm_xor_si128(x, _mm_slli_epi32(x, 2));
+	x = _mm_xor_si128(x, _mm_slli_epi32(x, 1));
+	return (uint32_t) _mm_movemask_ps(_mm_castsi128_ps(x));
+}
+#endif
+
+static inline uint32_t
+ribbon_mask(uint32_t r)
+{
+	return r >= 32 ? UINT32_MAX : ((uint32_t) 1 << r) - 1;
+}
+
+/*
+ * Spare start positions as a fraction of n.  Failure is a local event (a
+ * stretch of slots holding more keys than it can pivot), so its chance
+ * grows with the number of places it can happen and the spare fraction
+ * needed grows with log2(n).  Measured share of attempts that band, seed
+ * 0, random keys, by spare fraction:
+ *
+ *	  keys     0.5%   1.0%   1.5%   2.0%   2.5%   3.0%   3.5%
+ *	  3*10^4    87%    94%    99%
+ *	  10^5             73%    95%    98%   100%
+ *	  3*10^5                  60%    95%   100%
+ *	  10^6                    20%    75%    90%   100%
+ *	  3*10^6                                62%    94%   100%
+ *	  10^7                                         60%   100%
+ *
+ * The 95% point follows 0.003 * log2(n) - 0.0336; planning 0.0025 above it
+ * gives about 98% per attempt.  Below a few thousand keys the w slots past
+ * the last start are slack enough on their own.
+ */
+static double
+ribbon_overhead(double n)
+{
+	double		e = 0.003 * log2(n > 1.0 ? n : 1.0) - 0.031;
+
+	return e > 0.0 ? e : 0.0;
+}
+
+static AmqStatus
+ribbon_plan(AmqFilter *f, uint64_t capacity, double fpr)
+{
+	double		n = (double) capacity;
+	double		slots;
+	uint32_t	r;
+	uint64_t	m;
+
+	if (!(fpr > 0.0 && fpr < 1.0))
+		return AMQ_ERR_PARAM;
+
+	/* smallest r with 2^-r <= fpr; a narrower target is out of range */
+	for (r = 1; r <= RIBBON_MAX_R && ldexp(1.0, -(int) r) > fpr; r++)
+		;
+	if (r > RIBBON_MAX_R)
+		return AMQ_ERR_PARAM;
+
+	/* starts span m - w slots: that is what must exceed n by the overhead */
+	slots = ceil(n * (1.0 + ribbon_overhead(n))) + RIBBON_W + 63.0;
+
+	/* test in floating point first so the conversion cannot overflow */
+	if (!(slots * (double) r / 8.0 <= (double) AMQ_MAX_PAYLOAD))
+		return AMQ_ERR_TOO_LARGE;
+	m = (uint64_t) slots & ~(uint64_t) 63;
+	if (m < RIBBON_W + 64)
+		m = RIBBON_W + 64;
+	if (m / 8 * r > AMQ_MAX_PAYLOAD)
+		return AMQ_ERR_TOO_LARGE;
+
+	f->param[0] = m;
+	f->param[1] = r;
+	f->param[2] = RIBBON_W;
+	f->payload_len = m / 8 * r;
+	return AMQ_OK;
+}
+
+static AmqStatus
+ribbon_check(const AmqFilter *f)
+{
+	uint64_t	m = f->param[0];
+	uint64_t	r = f->param[1];
+
+	if (f->param[2] != RIBBON_W)
+		return AMQ_ERR_CORRUPT;
+	if (r < 1 || r > RIBBON_MAX_R)
+		return AMQ_ERR_CORRUPT;
+	/* bounding m first keeps m / 8 * r from overflowing */
+	if (m < RIBBON_W + 64 || m > RIBBON_MAX_SLOTS || (m & 63) != 0)
+		return AMQ_ERR_CORRUPT;
+	if (f->payload_len != m / 8 * r || f->payload_len > AMQ_MAX_PAYLOAD)
+		return AMQ_ERR_CORRUPT;
+	return AMQ_OK;
+}
+
+/*
+ * The probe.  s < m - w, so q + 3 <= m / 64 - 1 and every word read lies
+ * within the payload whatever its content.
+ *
+ * Result bit j is the parity of (x0 & word q of column j) ^ ... ^ (x3 &
+ * word q + 3 of column j).  Columns go four at a time, and the probe stops
+ * at the first group that disagrees with the fingerprint: an absent key
+ * fails the first four bits 15 times in 16.  Stopping early matters less
+ * for the instructions saved than for the next probe: a short probe lets
+ * the CPU overlap the next key's cache misses with this one's, which at
+ * 10^7 keys (out of cache) halved the time of an absent probe, while a
+ * present key pays nothing and a random mix of both about 10% less.
+ *
+ * With SSE2 (every x86-64) two adjacent columns share each 128-bit
+ * operation and four parities are folded together; the scalar loop is
+ * the reference and the fallback.
+ */
+static bool
+ribbon_contains(const AmqFilter *f, uint64_t hash)
+{
+	uint64_t	h = amq_seeded(f, hash);
+	uint64_t	m = f->param[0];
+	uint32_t	r = (uint32_t) f->param[1];
+	uint64_t	s = amq_reduce(h, m - RIBBON_W);
+	uint32_t	o = (uint32_t) (s & 63);
+	const uint8_t *p = f->payload + (s >> 6) * r * 8;
+	uint32_t	want = (uint32_t) h & ribbon_mask(r);
+	uint64_t	c0,
+				c1,
+				c2;
+	uint64_t	x0,
+				x1,
+				x2,
+				x3;
+	uint32_t	got = 0;
+	uint32_t	j = 0;
+
+	ribbon_coeff(h, &c0, &c1, &c2);
+
+	/* the row shifted to bit o of word q; ">> 1 >>" stays defined at o = 0 */
+	x0 = c0 << o;
+	x1 = (c1 << o) | (c0 >> 1 >> (63 - o));
+	x2 = (c2 << o) | (c1 >> 1 >> (63 - o));
+	x3 = c2 >> 1 >> (63 - o);
+
+#ifdef RIBBON_SSE2
+	{
+		const __m128i m0 = _mm_set1_epi64x((long long) x0);
+		const __m128i m1 = _mm_set1_epi64x((long long) x1);
+		const __m128i m2 = _mm_set1_epi64x((long long) x2);
+		const __m128i m3 = _mm_set1_epi64x((long long) x3);
+		const size_t stride = (size_t) r * 8;
+
+#define RIBBON_PAIR(q) \
+	_mm_xor_si128(_mm_xor_si128( \
+		_mm_and_si128(m0, _mm_loadu_si128((const __m128i *) (q))), \
+		_mm_and_si128(m1, _mm_loadu_si128((const __m128i *) ((q) + stride)))), \
+	_mm_xor_si128( \
+		_mm_and_si128(m2, _mm_loadu_si128((const __m128i *) ((q) + 2 * stride))), \
+		_mm_and_si128(m3, _mm_loadu_si128((const __m128i *) ((q) + 3 * stride)))))
+
+		for (; j + 4 <= r; j += 4)
+		{
+			got |= ribbon_parity4(RIBBON_PAIR(p + 8 * j),
+								  RIBBON_PAIR(p + 8 * j + 16)) << j;
+			if ((((got ^ want) >> j) & 15) != 0)
+				return false;
+		}
+		/* two or three columns left: a pair here, a single below */
+		if (j + 2 <= r)
+		{
+			got |= ribbon_parity4(RIBBON_PAIR(p + 8 * j),
+								  _mm_setzero_si128()) << j;
+			j += 2;
+		}
+#undef RIBBON_PAIR
+	}
+#endif
+
+	for (; j < r; j++)
+	{
+		uint64_t	v;
+
+		v = (x0 & amq_load64(p + 8 * j)) ^
+			(x1 & amq_load64(p + 8 * (r + j))) ^
+			(x2 & amq_load64(p + 8 * (2 * r + j))) ^
+			(x3 & amq_load64(p + 8 * (3 * r + j)));
+		got |= (uint32_t) __builtin_parityll(v) << j;
+		if ((j & 3) == 3 && (((got ^ want) >> (j - 3)) & 15) != 0)
+			return false;
+	}
+	return got == want;
+}
+
+/*
+ * Band the keys, given as seeded hashes in ascending order, into coef
+ * (three words per slot) and res.  False when a row cancels to zero: the
+ * keys' equations are dependent for this seed.
+ *
+ * A walk that starts at s only touches slots below s + w: every stored row
+ * begins at its pivot and ends before its own key's start plus w, which is
+ * at most s + w as keys come in start order.  So slots are zeroed lazily,
+ * a chunk at a time just ahead of s + w; *zeroed returns how far.
+ */
+static bool
+ribbon_band(const uint64_t *keys, size_t n, uint64_t m, uint32_t r,
+			uint64_t *coef, uint32_t *res, uint64_t *zeroed)
+{
+	uint64_t	nstarts = m - RIBBON_W;
+	uint32_t	mask = ribbon_mask(r);
+	uint64_t	zhi = 0;
+	size_t		k;
+
+	for (k = 0; k < n; k++)
+	{
+		uint64_t	h = keys[k];
+		uint64_t	i = amq_reduce(h, nstarts);
+		uint32_t	fp = (uint32_t) h & mask;
+		uint64_t	c0,
+					c1,
+					c2;
+
+		if (i + RIBBON_W > zhi)
+		{
+			uint64_t	to = i + RIBBON_W + RIBBON_ZERO_CHUNK;
+
+			if (to > m)
+				to = m;
+			memset(coef + 3 * zhi, 0, (size_t) (to - zhi) * 3 * sizeof(uint64_t));
+			zhi = to;
+		}
+
+		ribbon_coeff(h, &c0, &c1, &c2);
+		for (;;)
+		{
+			uint64_t   *row = coef + 3 * i;
+			uint32_t	tz;
+
+			if ((row[0] & 1) == 0)
+			{
+				row[0] = c0;
+				row[1] = c1;
+				row[2] = c2;
+				res[i] = fp;
+				break;
+			}
+			c0 ^= row[0];
+			c1 ^= row[1];
+			c2 ^= row[2];
+			fp ^= res[i];
+
+			/* bit 0 cancelled; find the new lowest set bit */
+			if (c0 == 0)
+			{
+				if (c1 != 0)
+				{
+					c0 = c1;
+					c1 = c2;
+					c2 = 0;
+					i += 64;
+				}
+				else if (c2 != 0)
+				{
+					c0 = c2;
+					c1 = c2 = 0;
+					i += 128;
+				}
+				else
+				{
+					*zeroed = zhi;
+					return false;
+				}
+			}
+			tz = (uint32_t) __builtin_ctzll(c0);
+			c0 = (c0 >> tz) | (c1 << 1 << (63 - tz));
+			c1 = (c1 >> tz) | (c2 << 1 << (63 - tz));
+			c2 >>= tz;
+			i += tz;
+		}
+	}
+	*zeroed = zhi;
+	return true;
+}
+
+/*
+ * Solve the banded system from the last slot down into the payload.  For
+ * each result column j, s0[j], s1[j], s2[j] hold the 192 solution bits
+ * above slot i, bit k being S[i + 1 + k].  Shifting them up by one makes
+ * room for S[i] at bit 0, which is the key's result bit XOR the parity of
+ * the rest of its row against them (the row's own bit 0 meets the 0 there);
+ * a free slot keeps 0.  At a segment start the low word is then exactly
+ * S[i .. i + 63], the payload word.
+ */
+static void
+ribbon_solve(const uint64_t *coef, const uint32_t *res, uint64_t m,
+			 uint32_t r, uint8_t *payload)
+{
+	uint64_t	s0[RIBBON_MAX_R];
+	uint64_t	s1[RIBBON_MAX_R];
+	uint64_t	s2[RIBBON_MAX_R];
+	uint64_t	i;
+	uint32_t	j;
+
+	memset(s0, 0, sizeof(s0));
+	memset(s1, 0, sizeof(s1));
+	memset(s2, 0, sizeof(s2));
+
+	for (i = m; i-- > 0;)
+	{
+		const uint64_t *row = coef + 3 * i;
+
+		if (row[0] & 1)
+		{
+			uint64_t	c0 = row[0];
+			uint64_t	c1 = row[1];
+			uint64_t	c2 = row[2];
+			uint32_t	fp = res[i];
+
+			for (j = 0; j < r; j++)
+			{
+				uint64_t	a0 = s0[j] << 1;
+				uint64_t	a1 = (s1[j] << 1) | (s0[j] >> 63);
+				uint64_t	a2 = (s2[j] << 1) | (s1[j] >> 63);
+				uint64_t	bit;
+
+				bit = (uint64_t) __builtin_parityll((a0 & c0) ^ (a1 & c1) ^ (a2 & c2));
+				s0[j] = a0 | (bit ^ ((fp >> j) & 1));
+				s1[j] = a1;
+				s2[j] = a2;
+			}
+		}
+		else
+		{
+			for (j = 0; j < r; j++)
+			{
+				s2[j] = (s2[j] << 1) | (s1[j] >> 63);
+				s1[j] = (s1[j] << 1) | (s0[j] >> 63);
+				s0[j] <<= 1;
+			}
+		}
+
+		if ((i & 63) == 0)
+		{
+			uint8_t    *out = payload + (i >> 6) * r * 8;
+
+			for (j = 0; j < r; j++)
+				amq_store64(out + 8 * j, s0[j]);
+		}
+	}
+}
+
+static AmqStatus
+ribbon_build(AmqFilter *f, const uint64_t *hashes, size_t n,
+			 const AmqAllocator *alloc)
+{
+	uint64_t	m = f->param[0];
+	uint32_t	r = (uint32_t) f->param[1];
+	uint64_t   *coef = NULL;
+	uint32_t   *res = NULL;
+	uint64_t   *mixed = NULL;
+	AmqStatus	st = AMQ_ERR_BUILD_FAILED;
+	size_t		k;
+	int			attempt;
+
+	if (n == 0)
+	{
+		memset(f->payload, 0, (size_t) f->payload_len);
+		return AMQ_OK;
+	}
+
+	/* the contract: distinct and ascending; anything else cannot be banded */
+	for (k = 1; k < n; k++)
+		if (hashes[k] <= hashes[k - 1])
+			return AMQ_ERR_BUILD_FAILED;
+	/* more keys than usable slots can never succeed */
+	if ((uint64_t) n >= m - 1)
+		return AMQ_ERR_BUILD_FAILED;
+
+	if (m > SIZE_MAX / (3 * sizeof(uint64_t)))
+		return AMQ_ERR_NOMEM;
+	coef = alloc->alloc(alloc->ctx, (size_t) m * 3 * sizeof(uint64_t));
+	res = coef ? alloc->alloc(alloc->ctx, (size_t) m * sizeof(uint32_t)) : NULL;
+	if (res == NULL)
+	{
+		st = AMQ_ERR_NOMEM;
+		goto done;
+	}
+
+	for (attempt = 0; attempt < RIBBON_MAX_ATTEMPTS; attempt++)
+	{
+		uint64_t	seed = f->seed;
+		const uint64_t *keys = hashes;
+		uint64_t	zeroed;
+
+		if (attempt > 0)
+			seed = amq_mix64(f->seed + (uint64_t) attempt * RIBBON_SEED_STEP);
+
+		/* seed 0 leaves the hashes as they are: already in start order */
+		if (seed != 0)
+		{
+			if (mixed == NULL)
+			{
+				mixed = alloc->alloc(alloc->ctx, n * sizeof(uint64_t));
+				if (mixed == NULL)
+				{
+					st = AMQ_ERR_NOMEM;
+					goto done;
+				}
+			}
+			for (k = 0; k < n; k++)
+				mixed[k] = amq_mix64(hashes[k] ^ seed);
+			/* the band is free scratch here (3m words > n); mix64 is a bijection */
+			amq_sort_unique(mixed, n, coef);
+			keys = mixed;
+		}
+
+		if (ribbon_band(keys, n, m, r, coef, res, &zeroed))
+		{
+			if (zeroed < m)
+				memset(coef + 3 * zeroed, 0,
+					   (size_t) (m - zeroed) * 3 * sizeof(uint64_t));
+			ribbon_solve(coef, res, m, r, f->payload);
+			f->seed = seed;
+			st = AMQ_OK;
+			break;
+		}
+	}
+
+done:
+	if (mixed)
+		alloc->free(alloc->ctx, mixed);
+	if (res)
+		alloc->free(alloc->ctx, res);
+	if (coef)
+		alloc->free(alloc->ctx, coef);
+	return st;
+}
+
+/*
+ * Nothing in the payload tells how full it is: every slot is some solution
+ * bit.  The header's key count does: each key took one slot as its pivot.
+ */
+static void
+ribbon_stats(const AmqFilter *f, AmqStats *st)
+{
+	double		m = (double) f->param[0];
+	double		fill = (double) f->nkeys / m;
+
+	st->fill = fill < 1.0 ? fill : 1.0;
+	st->est_fpr = ldexp(1.0, -(int) f->param[1]);
+	st->est_distinct = (double) f->nkeys;
+	st->k = 0;
+	st->fingerprint_bits = (uint32_t) f->param[1];
+}
+
+const AmqKindOps amq_ribbon_ops = {
+	.name = "ribbon",
+	.id = AMQ_KIND_RIBBON,
+	.caps = AMQ_CAP_STATIC,
+	.plan = ribbon_plan,
+	.check = ribbon_check,
+	.add = NULL,
+	.build = ribbon_build,
+	.grow_plan = NULL,
+	.grow = NULL,
+	.remove = NULL,
+	.contains = ribbon_contains,
+	.probe_span = NULL,
+	.contains_span = NULL,
+	.merge = NULL,
+	.stats = ribbon_stats,
+};
