@@ -1,7 +1,7 @@
 # bloomamq: approximate membership query filters for PostgreSQL (PGXS build)
 
 EXTENSION = bloomamq
-EXTVERSION = 0.1.0
+EXTVERSION = 0.2.0
 
 MODULE_big = bloomamq
 # Pure-C filter core (no PostgreSQL calls): also built into the unit tests,
@@ -11,7 +11,9 @@ CORE_OBJS = src/amq_format.o src/amq_kinds.o src/amq_sort.o \
 OBJS = $(CORE_OBJS) src/bloomamq.o src/hashing.o src/amqfilter.o \
 	src/amq_funcs.o src/amq_agg.o src/amq_probe.o
 
-DATA = sql/$(EXTENSION)--$(EXTVERSION).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
+# the current install script (built) and, committed, the install scripts of
+# earlier releases and the upgrade scripts between releases
+DATA = $(sort sql/$(EXTENSION)--$(EXTVERSION).sql $(wildcard sql/$(EXTENSION)--*.sql))
 EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql test/unit/test_kinds \
 	test/bench/bench_kinds
 

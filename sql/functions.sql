@@ -97,7 +97,7 @@ SELECT pg_temp.err($$SELECT amq_new('bloom', 10, 0)$$);
 SELECT pg_temp.err($$SELECT amq_new('bloom', 10, 0.51)$$);
 SELECT pg_temp.err($$SELECT amq_new('bloom', 10, 'NaN')$$);
 SELECT pg_temp.err($$SELECT amq_from_array(ARRAY[1], 2.0)$$);
-SELECT pg_temp.err($$SELECT amq_from_array(ARRAY[1], 0.01, 'cuckoo')$$);
+SELECT pg_temp.err($$SELECT amq_from_array(ARRAY[1], 0.01, 'quotient')$$);
 SELECT pg_temp.err($$SELECT amq_new('blocked', 100000000000, 0.0001)$$);
 SELECT pg_temp.err($$SELECT nums @> 'alice'::text FROM t$$);
 SELECT pg_temp.err($$SELECT names @> 1 FROM t$$);

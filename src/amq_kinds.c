@@ -11,6 +11,13 @@
 static const AmqKindOps *const amq_kinds[] = {
 	&amq_bloom_ops,
 	&amq_blocked_ops,
+	&amq_twobit_ops,
+	&amq_counting_ops,
+	&amq_cuckoo_ops,
+	&amq_scalable_ops,
+	&amq_xor_ops,
+	&amq_fuse_ops,
+	&amq_ribbon_ops,
 };
 
 #define AMQ_NKINDS (sizeof(amq_kinds) / sizeof(amq_kinds[0]))

@@ -231,8 +231,8 @@ AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("amqfilter kind %s cannot reach false-positive rate %g",
 						amq_kind_ops(kind)->name, fpr),
-				 errdetail("Its widest fingerprints give a rate of 2^-32 (about 2.3e-10)."),
-				 errhint("Use a false-positive rate of at least 2.3e-10, or kind bloom or blocked.")));
+				 errdetail("Its widest fingerprints, 32 bits, cannot reach so low a rate."),
+				 errhint("Use a larger false-positive rate, or kind bloom or blocked.")));
 	if (st != AMQ_OK)
 		elog(ERROR, "could not plan amqfilter: %s", amq_status_message(st));
 }

@@ -1,0 +1,45 @@
+-- Upgrading from the first release gives exactly the objects of a fresh
+-- install of the current one.  In a database of its own, so that no other
+-- test's tables depend on the extension.
+
+\set origdb :DBNAME
+CREATE DATABASE bloomamq_upgrade;
+\c bloomamq_upgrade
+CREATE EXTENSION bloomamq;
+
+CREATE TEMP TABLE fresh AS
+SELECT pg_describe_object(classid, objid, 0) AS object
+FROM pg_depend WHERE refclassid = 'pg_extension'::regclass
+	AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'bloomamq') AND deptype = 'e';
+
+DROP EXTENSION bloomamq;
+CREATE EXTENSION bloomamq VERSION '0.1.0';
+SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
+ALTER EXTENSION bloomamq UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
+
+CREATE TEMP TABLE upgraded AS
+SELECT pg_describe_object(classid, objid, 0) AS object
+FROM pg_depend WHERE refclassid = 'pg_extension'::regclass
+	AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'bloomamq') AND deptype = 'e';
+
+SELECT count(*) > 50 AS many_objects FROM fresh;
+-- missing after the upgrade, or extra
+(SELECT 'missing' AS what, object FROM fresh EXCEPT SELECT 'missing', object FROM upgraded)
+UNION ALL
+(SELECT 'extra', object FROM upgraded EXCEPT SELECT 'extra', object FROM fresh)
+ORDER BY 1, 2;
+
+-- comments came along too
+SELECT count(*) AS functions_without_comment
+FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
+	AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'bloomamq')
+WHERE obj_description(p.oid, 'pg_proc') IS NULL
+	AND p.proname NOT LIKE 'amqfilter\_%' AND p.proname NOT LIKE 'amq\_agg\_%'
+	AND p.proname <> 'amq_union_agg_trans';
+
+-- and the upgraded extension works
+SELECT amq_remove(amq_add(amq_new('counting', 100), 1), 1) @> 1 AS removed;
+
+\c :origdb
+DROP DATABASE bloomamq_upgrade;
