@@ -37,18 +37,6 @@ PG_FUNCTION_INFO_V1(amq_fpr);
 PG_FUNCTION_INFO_V1(amq_estimate_distinct);
 
 /*
- * A call site's key hashers: the canonical one, set up once for the key
- * argument's type, and a Parquet one of the width last asked for.
- */
-typedef struct CallHashers
-{
-	AmqKeyHasher canon;
-	AmqKeyHasher parquet;
-	bool		have_parquet;
-	uint32		parquet_width;
-} CallHashers;
-
-/*
  * The key hasher of a call site, for argument keyarg (an array's elements),
  * to hash keys for filter f: Parquet hashing, of f's width, for Parquet
  * filters; the canonical hashes otherwise.  f may be NULL (canonical).
@@ -56,7 +44,7 @@ typedef struct CallHashers
 static AmqKeyHasher *
 call_hasher(FunctionCallInfo fcinfo, int keyarg, bool array, const AmqFilter *f)
 {
-	CallHashers *hs = (CallHashers *) fcinfo->flinfo->fn_extra;
+	AmqHashers *hs = (AmqHashers *) fcinfo->flinfo->fn_extra;
 
 	if (hs == NULL)
 	{
@@ -68,18 +56,7 @@ call_hasher(FunctionCallInfo fcinfo, int keyarg, bool array, const AmqFilter *f)
 		AmqHasherInit(&hs->canon, typid, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
 		fcinfo->flinfo->fn_extra = hs;
 	}
-	if (f == NULL || f->hash_scheme != AMQ_HASH_PARQUET)
-		return &hs->canon;
-	if (!hs->have_parquet || hs->parquet_width != f->key_type)
-	{
-		hs->parquet = hs->canon;
-		AmqHasherSetParquet(&hs->parquet,
-							(hs->canon.family == AMQ_FAMILY_INT ||
-							 hs->canon.family == AMQ_FAMILY_FLOAT) ? f->key_type : 0);
-		hs->have_parquet = true;
-		hs->parquet_width = f->key_type;
-	}
-	return &hs->parquet;
+	return AmqHasherFor(hs, f);
 }
 
 /* Add (or remove) key to (from) f in *v. */

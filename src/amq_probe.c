@@ -43,10 +43,7 @@ PG_FUNCTION_INFO_V1(amq_hash);
 
 typedef struct AmqProbeCache
 {
-	AmqKeyHasher hasher;		/* canonical hashes of the key type */
-	AmqKeyHasher parquet;		/* Parquet hashes, for parquet_width */
-	bool		have_parquet;
-	uint32		parquet_width;
+	AmqHashers	hashers;		/* for the key type */
 	AmqKeyHasher *active;		/* the one the cached filter needs */
 	bool		filter_per_query;	/* filter arg is a Const or Param */
 
@@ -111,9 +108,9 @@ probe_cache(FunctionCallInfo fcinfo, int filterarg, int keyarg, bool array)
 				elog(ERROR, "amqfilter array argument is not an array");
 		}
 		c = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(*c));
-		AmqHasherInit(&c->hasher, typid, PG_GET_COLLATION(),
+		AmqHasherInit(&c->hashers.canon, typid, PG_GET_COLLATION(),
 					  fcinfo->flinfo->fn_mcxt);
-		c->active = &c->hasher;
+		c->active = &c->hashers.canon;
 		c->filter_per_query = arg_is_per_query(fcinfo->flinfo, filterarg);
 		fcinfo->flinfo->fn_extra = c;
 	}
@@ -130,34 +127,13 @@ cache_forget(AmqProbeCache *c)
 	c->src_toasted = false;
 }
 
-/*
- * The hasher that filter f needs: Parquet filters hash keys as Parquet
- * does, for the width of their column.
- */
-static AmqKeyHasher *
-hasher_for(AmqProbeCache *c, const AmqFilter *f)
-{
-	if (likely(f->hash_scheme != AMQ_HASH_PARQUET))
-		return &c->hasher;
-	if (!c->have_parquet || c->parquet_width != f->key_type)
-	{
-		c->parquet = c->hasher;
-		AmqHasherSetParquet(&c->parquet,
-							(c->hasher.family == AMQ_FAMILY_INT ||
-							 c->hasher.family == AMQ_FAMILY_FLOAT) ? f->key_type : 0);
-		c->have_parquet = true;
-		c->parquet_width = f->key_type;
-	}
-	return &c->parquet;
-}
-
 /* Decode v into the cache (v already detoasted and owned as decided). */
 static void
 cache_set(AmqProbeCache *c, struct varlena *v)
 {
 	AmqFilterDecode(v, &c->f);
 	c->ops = AmqKindOpsOf(&c->f);
-	c->active = hasher_for(c, &c->f);
+	c->active = AmqHasherFor(&c->hashers, &c->f);
 	AmqCheckFamily(&c->f, c->active);
 	c->have_filter = true;
 }
@@ -221,7 +197,7 @@ probe_by_slices(AmqProbeCache *c, Datum d, Datum key, bool *done)
 		*done = false;
 		return false;
 	}
-	h = hasher_for(c, &f);
+	h = AmqHasherFor(&c->hashers, &f);
 	AmqCheckFamily(&f, h);
 	result = probe_span_of(d, &f, ops, AmqHashDatum(h, key));
 	if (!result && AmqParquetOtherZero(h, key, &other))
@@ -338,7 +314,7 @@ probe_key(AmqProbeCache *c, Datum key)
 	if (probe_hash(c, AmqHashDatum(c->active, key)))
 		return true;
 	/* Parquet's 0 and -0 are two values; SQL's are one */
-	return unlikely(c->active != &c->hasher) &&
+	return unlikely(c->active != &c->hashers.canon) &&
 		AmqParquetOtherZero(c->active, key, &other) && probe_hash(c, other);
 }
 
@@ -434,5 +410,5 @@ amq_hash(PG_FUNCTION_ARGS)
 {
 	AmqProbeCache *c = probe_cache(fcinfo, 0, 0, false);
 
-	PG_RETURN_INT64((int64) AmqHashDatum(&c->hasher, PG_GETARG_DATUM(0)));
+	PG_RETURN_INT64((int64) AmqHashDatum(&c->hashers.canon, PG_GETARG_DATUM(0)));
 }

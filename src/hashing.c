@@ -508,6 +508,27 @@ AmqHasherSetParquet(AmqKeyHasher *h, uint32 width)
 }
 
 /*
+ * The hasher that filter f needs (f may be NULL: canonical): Parquet
+ * filters hash keys as Parquet does, for the width of their column.
+ */
+AmqKeyHasher *
+AmqHasherFor(AmqHashers *hs, const AmqFilter *f)
+{
+	if (likely(f == NULL || f->hash_scheme != AMQ_HASH_PARQUET))
+		return &hs->canon;
+	if (!hs->have_parquet || hs->parquet_width != f->key_type)
+	{
+		hs->parquet = hs->canon;
+		AmqHasherSetParquet(&hs->parquet,
+							(hs->canon.family == AMQ_FAMILY_INT ||
+							 hs->canon.family == AMQ_FAMILY_FLOAT) ? f->key_type : 0);
+		hs->have_parquet = true;
+		hs->parquet_width = f->key_type;
+	}
+	return &hs->parquet;
+}
+
+/*
  * Parquet hashes a float's bytes, so 0 and -0, equal in SQL, are two
  * values to it.  A filter holds what a Parquet writer would (the value as
  * given), and a probe of a zero tries the other zero too: for a zero key,

@@ -36,8 +36,21 @@ typedef struct AmqKeyHasher
 	FmgrInfo	ext_hash;		/* AMQ_FAMILY_OTHER: extended hash proc */
 } AmqKeyHasher;
 
+/*
+ * A call site's hashers for one key type: the canonical one, and a Parquet
+ * one for the column width a Parquet filter last asked for.
+ */
+typedef struct AmqHashers
+{
+	AmqKeyHasher canon;
+	AmqKeyHasher parquet;
+	bool		have_parquet;
+	uint32		parquet_width;
+} AmqHashers;
+
 extern void AmqHasherInit(AmqKeyHasher *h, Oid typid, Oid collation,
 						  MemoryContext mcxt);
+extern AmqKeyHasher *AmqHasherFor(AmqHashers *hs, const AmqFilter *f);
 extern const char *AmqFamilyName(int family, uint32 key_type);
 extern void AmqCheckFamily(const AmqFilter *f, const AmqKeyHasher *h);
 extern void AmqHasherSetParquet(AmqKeyHasher *h, uint32 width);
