@@ -252,6 +252,21 @@ extern bool amq_base64_decode(const char *src, size_t len, uint8_t *dst,
 							  size_t *dstlen);
 extern const char *amq_status_message(AmqStatus st);
 
+/*
+ * kind_bloom.c: the Bloom geometry that bloom and counting share, and the
+ * second hash of their double hashing (odd, so the k positions differ).
+ */
+#define AMQ_BLOOM_MAX_K		30
+extern AmqStatus amq_bloom_geometry(uint64_t capacity, double fpr,
+									uint64_t align, uint64_t max_cells,
+									uint64_t *m, uint32_t *k);
+
+static inline uint64_t
+amq_bloom_step(uint64_t h)
+{
+	return ((h >> 32) | (h << 32)) | 1;
+}
+
 /* amq_sort.c: sort ascending and drop duplicates in place; returns new n */
 extern size_t amq_sort_unique(uint64_t *a, size_t n, uint64_t *scratch);
 

@@ -23,46 +23,59 @@
 
 #include "amq.h"
 
-#define BLOOM_MAX_K		30
 #define BLOOM_LN2		0.69314718055994530942	/* M_LN2 is not C99 */
 
-/* the second hash of double hashing: odd, so the k positions differ */
-static inline uint64_t
-bloom_step(uint64_t h)
-{
-	return ((h >> 32) | (h << 32)) | 1;
-}
-
-static AmqStatus
-bloom_plan(AmqFilter *f, uint64_t capacity, double fpr)
+/*
+ * The geometry of a Bloom filter of cells (bits, or counting's counters)
+ * for capacity keys at fpr: m = n ln(1/p) / ln^2 2 cells, rounded up to a
+ * multiple of align (at least align), and k = round(m/n ln 2) probes.
+ * AMQ_ERR_TOO_LARGE past max_cells.
+ */
+AmqStatus
+amq_bloom_geometry(uint64_t capacity, double fpr, uint64_t align,
+				   uint64_t max_cells, uint64_t *m_out, uint32_t *k_out)
 {
 	double		n = (double) (capacity > 0 ? capacity : 1);
-	double		bits;
+	double		cells;
 	double		k;
 	uint64_t	m;
 
 	if (!(fpr > 0.0 && fpr < 1.0))
 		return AMQ_ERR_PARAM;
 
-	bits = ceil(-n * log(fpr) / (BLOOM_LN2 * BLOOM_LN2));
+	cells = ceil(-n * log(fpr) / (BLOOM_LN2 * BLOOM_LN2));
 	/* test in floating point first so the conversion cannot overflow */
-	if (!(bits <= (double) AMQ_MAX_PAYLOAD * 8.0))
+	if (!(cells <= (double) max_cells))
 		return AMQ_ERR_TOO_LARGE;
-	m = (uint64_t) bits;
-	if (m < 64)
-		m = 64;
-	m = (m + 63) & ~(uint64_t) 63;
-	if (m / 8 > AMQ_MAX_PAYLOAD)
+	m = (uint64_t) cells;
+	if (m < align)
+		m = align;
+	m = (m + align - 1) / align * align;
+	if (m > max_cells)
 		return AMQ_ERR_TOO_LARGE;
 
 	k = round((double) m / n * BLOOM_LN2);
 	if (k < 1.0)
 		k = 1.0;
-	if (k > BLOOM_MAX_K)
-		k = BLOOM_MAX_K;
+	if (k > AMQ_BLOOM_MAX_K)
+		k = AMQ_BLOOM_MAX_K;
+	*m_out = m;
+	*k_out = (uint32_t) k;
+	return AMQ_OK;
+}
 
+static AmqStatus
+bloom_plan(AmqFilter *f, uint64_t capacity, double fpr)
+{
+	uint64_t	m;
+	uint32_t	k;
+	AmqStatus	st;
+
+	st = amq_bloom_geometry(capacity, fpr, 64, AMQ_MAX_PAYLOAD * 8, &m, &k);
+	if (st != AMQ_OK)
+		return st;
 	f->param[0] = m;
-	f->param[1] = (uint64_t) k;
+	f->param[1] = k;
 	f->param[2] = 0;
 	f->payload_len = m / 8;
 	return AMQ_OK;
@@ -78,7 +91,7 @@ bloom_check(const AmqFilter *f)
 		return AMQ_ERR_CORRUPT;
 	if (f->payload_len != m / 8 || f->payload_len > AMQ_MAX_PAYLOAD)
 		return AMQ_ERR_CORRUPT;
-	if (k < 1 || k > BLOOM_MAX_K)
+	if (k < 1 || k > AMQ_BLOOM_MAX_K)
 		return AMQ_ERR_CORRUPT;
 	if (f->param[2] != 0)
 		return AMQ_ERR_CORRUPT;
@@ -89,7 +102,7 @@ static AmqStatus
 bloom_add(AmqFilter *f, uint64_t hash)
 {
 	uint64_t	h = amq_seeded(f, hash);
-	uint64_t	step = bloom_step(h);
+	uint64_t	step = amq_bloom_step(h);
 	uint64_t	m = f->param[0];
 	uint32_t	k = (uint32_t) f->param[1];
 	uint8_t    *bits = f->payload;
@@ -117,7 +130,7 @@ static bool
 bloom_contains(const AmqFilter *f, uint64_t hash)
 {
 	uint64_t	h = amq_seeded(f, hash);
-	uint64_t	step = bloom_step(h);
+	uint64_t	step = amq_bloom_step(h);
 	uint64_t	m = f->param[0];
 	uint32_t	k = (uint32_t) f->param[1];
 	const uint8_t *bits = f->payload;

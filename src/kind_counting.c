@@ -43,21 +43,12 @@
 
 #include "amq.h"
 
-#define COUNTING_MAX_K		30
 #define COUNTING_MAX		15
-#define COUNTING_LN2		0.69314718055994530942	/* M_LN2 is not C99 */
 
 /* masks of the low nibble (and bit 4) of every byte */
 #define LOW_NIBBLES		UINT64_C(0x0f0f0f0f0f0f0f0f)
 #define BIT4S			UINT64_C(0x1010101010101010)
 #define ONE_PER_NIBBLE	UINT64_C(0x1111111111111111)
-
-/* the second hash of double hashing: odd, so the k positions differ */
-static inline uint64_t
-counting_step(uint64_t h)
-{
-	return ((h >> 32) | (h << 32)) | 1;
-}
 
 static inline unsigned
 counter_get(const uint8_t *payload, uint64_t pos)
@@ -68,33 +59,16 @@ counter_get(const uint8_t *payload, uint64_t pos)
 static AmqStatus
 counting_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
-	double		n = (double) (capacity > 0 ? capacity : 1);
-	double		counters;
-	double		k;
 	uint64_t	m;
+	uint32_t	k;
+	AmqStatus	st;
 
-	if (!(fpr > 0.0 && fpr < 1.0))
-		return AMQ_ERR_PARAM;
-
-	counters = ceil(-n * log(fpr) / (COUNTING_LN2 * COUNTING_LN2));
-	/* test in floating point first so the conversion cannot overflow */
-	if (!(counters <= (double) AMQ_MAX_PAYLOAD * 2.0))
-		return AMQ_ERR_TOO_LARGE;
-	m = (uint64_t) counters;
-	if (m < 16)
-		m = 16;
-	m = (m + 15) & ~(uint64_t) 15;
-	if (m / 2 > AMQ_MAX_PAYLOAD)
-		return AMQ_ERR_TOO_LARGE;
-
-	k = round((double) m / n * COUNTING_LN2);
-	if (k < 1.0)
-		k = 1.0;
-	if (k > COUNTING_MAX_K)
-		k = COUNTING_MAX_K;
-
+	/* bloom's geometry, a counter per bit, two counters per byte */
+	st = amq_bloom_geometry(capacity, fpr, 16, AMQ_MAX_PAYLOAD * 2, &m, &k);
+	if (st != AMQ_OK)
+		return st;
 	f->param[0] = m;
-	f->param[1] = (uint64_t) k;
+	f->param[1] = k;
 	f->param[2] = 0;
 	f->payload_len = m / 2;
 	return AMQ_OK;
@@ -110,7 +84,7 @@ counting_check(const AmqFilter *f)
 		return AMQ_ERR_CORRUPT;
 	if (f->payload_len != m / 2 || f->payload_len > AMQ_MAX_PAYLOAD)
 		return AMQ_ERR_CORRUPT;
-	if (k < 1 || k > COUNTING_MAX_K)
+	if (k < 1 || k > AMQ_BLOOM_MAX_K)
 		return AMQ_ERR_CORRUPT;
 	if (f->param[2] != 0)
 		return AMQ_ERR_CORRUPT;
@@ -121,7 +95,7 @@ static AmqStatus
 counting_add(AmqFilter *f, uint64_t hash)
 {
 	uint64_t	h = amq_seeded(f, hash);
-	uint64_t	step = counting_step(h);
+	uint64_t	step = amq_bloom_step(h);
 	uint64_t	m = f->param[0];
 	uint32_t	k = (uint32_t) f->param[1];
 	uint8_t    *c = f->payload;
@@ -143,7 +117,7 @@ static AmqStatus
 counting_remove(AmqFilter *f, uint64_t hash)
 {
 	uint64_t	h0 = amq_seeded(f, hash);
-	uint64_t	step = counting_step(h0);
+	uint64_t	step = amq_bloom_step(h0);
 	uint64_t	m = f->param[0];
 	uint32_t	k = (uint32_t) f->param[1];
 	uint8_t    *c = f->payload;
@@ -183,7 +157,7 @@ static bool
 counting_contains(const AmqFilter *f, uint64_t hash)
 {
 	uint64_t	h = amq_seeded(f, hash);
-	uint64_t	step = counting_step(h);
+	uint64_t	step = amq_bloom_step(h);
 	uint64_t	m = f->param[0];
 	uint32_t	k = (uint32_t) f->param[1];
 	const uint8_t *c = f->payload;
