@@ -55,46 +55,13 @@
 #include <math.h>
 
 #include "amq.h"
+#include "kind_fingerprint.h"
 
 #define FUSE_MIN_SEGMENT	4
 #define FUSE_MAX_SEGMENT	(UINT64_C(1) << 18)
 #define FUSE_MAX_ATTEMPTS	100
 /* at most 2^16 buckets for the locality pass: 256 KB of counters */
 #define FUSE_MAX_BUCKET_BITS 16
-#define FUSE_GOLDEN			UINT64_C(0x9e3779b97f4a7c15)
-
-/* Smallest width whose rate 2^-w meets fpr, or 0 when none does. */
-static int
-fuse_width(double fpr)
-{
-	if (fpr >= 1.0 / 256.0)
-		return 8;
-	if (fpr >= 1.0 / 65536.0)
-		return 16;
-	if (fpr >= 1.0 / 4294967296.0)
-		return 32;
-	return 0;
-}
-
-/*
- * The hash the filter works with.  Always remixed (also for seed 0) so the
- * retries of a build see independent mappings; the seed a build leaves
- * behind is never 0.
- */
-static inline uint64_t
-fuse_hash(uint64_t hash, uint64_t seed)
-{
-	return amq_mix64(hash ^ seed);
-}
-
-/* nonzero fingerprint of w bits; mask is 2^w - 1 */
-static inline uint32_t
-fuse_fingerprint(uint64_t h, uint32_t mask)
-{
-	uint32_t	x = (uint32_t) (h ^ (h >> 32)) & mask;
-
-	return x + (x == 0);
-}
 
 /* the three slots of h, in segments s, s + 1 and s + 2 */
 static inline void
@@ -105,36 +72,6 @@ fuse_slots(uint64_t h, uint64_t seglen, uint64_t span, uint64_t *p)
 	p[0] = p0;
 	p[1] = (p0 + seglen) ^ ((h >> 18) & (seglen - 1));
 	p[2] = (p0 + 2 * seglen) ^ (h & (seglen - 1));
-}
-
-static inline uint32_t
-fuse_load16(const uint8_t *p)
-{
-	return (uint32_t) p[0] | ((uint32_t) p[1] << 8);
-}
-
-static inline uint32_t
-fuse_get(const uint8_t *payload, uint64_t i, int w)
-{
-	if (w == 8)
-		return payload[i];
-	if (w == 16)
-		return fuse_load16(payload + 2 * i);
-	return amq_load32(payload + 4 * i);
-}
-
-static inline void
-fuse_set(uint8_t *payload, uint64_t i, int w, uint32_t v)
-{
-	if (w == 8)
-		payload[i] = (uint8_t) v;
-	else if (w == 16)
-	{
-		payload[2 * i] = (uint8_t) v;
-		payload[2 * i + 1] = (uint8_t) (v >> 8);
-	}
-	else
-		amq_store32(payload + 4 * i, v);
 }
 
 static AmqStatus
@@ -150,7 +87,7 @@ fuse_plan(AmqFilter *f, uint64_t capacity, double fpr)
 
 	if (!(fpr > 0.0 && fpr < 1.0))
 		return AMQ_ERR_PARAM;
-	w = fuse_width(fpr);
+	w = amq_fp_width(fpr);
 	if (w == 0)
 		return AMQ_ERR_PARAM;
 	bytes_per_slot = (uint64_t) w / 8;
@@ -191,7 +128,7 @@ fuse_check(const AmqFilter *f)
 	if (seglen < FUSE_MIN_SEGMENT || seglen > FUSE_MAX_SEGMENT ||
 		(seglen & (seglen - 1)) != 0)
 		return AMQ_ERR_CORRUPT;
-	if (w != 8 && w != 16 && w != 32)
+	if (!amq_fp_width_valid(w))
 		return AMQ_ERR_CORRUPT;
 	/* bounding segs first keeps the product below 2^50 */
 	if (segs < 1 || segs > AMQ_MAX_PAYLOAD)
@@ -202,66 +139,22 @@ fuse_check(const AmqFilter *f)
 	return AMQ_OK;
 }
 
-/*
- * The probe: three loads, no data-dependent branch.  The width switch is
- * the same for every probe of a filter, so it predicts perfectly.
- */
+/* The probe: three loads, no data-dependent branch (amq_fp_match3). */
 static bool
 fuse_contains(const AmqFilter *f, uint64_t hash)
 {
-	uint64_t	h = fuse_hash(hash, f->seed);
+	uint64_t	h = amq_fp_hash(hash, f->seed);
 	uint64_t	seglen = f->param[0];
 	uint64_t	p[3];
-	const uint8_t *b = f->payload;
 
 	fuse_slots(h, seglen, f->param[1] * seglen, p);
-	switch (f->param[2])
-	{
-		case 8:
-			return (uint32_t) (b[p[0]] ^ b[p[1]] ^ b[p[2]]) ==
-				fuse_fingerprint(h, 0xff);
-		case 16:
-			return (fuse_load16(b + 2 * p[0]) ^ fuse_load16(b + 2 * p[1]) ^
-					fuse_load16(b + 2 * p[2])) == fuse_fingerprint(h, 0xffff);
-		default:
-			return (amq_load32(b + 4 * p[0]) ^ amq_load32(b + 4 * p[1]) ^
-					amq_load32(b + 4 * p[2])) ==
-				fuse_fingerprint(h, 0xffffffffu);
-	}
-}
-
-/* the seed of attempt i: deterministic, never 0 */
-static uint64_t
-fuse_attempt_seed(uint64_t seed, int attempt)
-{
-	uint64_t	s = amq_mix64(seed + (uint64_t) (attempt + 1) * FUSE_GOLDEN);
-
-	return s != 0 ? s : FUSE_GOLDEN;
-}
-
-/* allocate count elements of size bytes, NULL also when the size overflows */
-static void *
-fuse_alloc(const AmqAllocator *alloc, uint64_t count, size_t size)
-{
-	if (count == 0)
-		count = 1;
-	if (count > SIZE_MAX / size)
-		return NULL;
-	return alloc->alloc(alloc->ctx, (size_t) count * size);
-}
-
-static void
-fuse_free(const AmqAllocator *alloc, void *p)
-{
-	if (p != NULL && alloc->free != NULL)
-		alloc->free(alloc->ctx, p);
+	return amq_fp_match3(f->payload, p, f->param[2], h);
 }
 
 /*
- * Scratch per slot: cnt holds 4 * (keys in the slot) plus, in its low two
- * bits, the xor of which of its three slots (0, 1, 2) this one is for each
- * key; xh the xor of the keys' hashes.  When a slot holds one key, xh is
- * that key and the low bits of cnt say which of its slots this is.
+ * Scratch per slot: cnt and xh as kind_fingerprint.h describes, alone the
+ * stack of slots holding one key; per key, keys (the bucketed hashes, then
+ * the peel order); per bucket, its counter.
  */
 static AmqStatus
 fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
@@ -271,7 +164,7 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 	const uint64_t span = f->param[1] * seglen;
 	const uint64_t nslots = span + 2 * seglen;
 	const int	w = (int) f->param[2];
-	const uint32_t fpmask = (w == 32) ? 0xffffffffu : ((1u << w) - 1);
+	const uint32_t fpmask = amq_fp_mask(w);
 	const uint64_t orig_seed = f->seed;
 	uint64_t   *keys = NULL;	/* bucketed hashes, then the peel order */
 	uint64_t   *xh = NULL;
@@ -288,20 +181,12 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 	if (n == 0)
 	{
 		/* all zero, and fingerprints are never 0: every probe says no */
-		f->seed = fuse_attempt_seed(orig_seed, 0);
+		f->seed = amq_fp_attempt_seed(orig_seed, 0);
 		return AMQ_OK;
 	}
 
-	/*
-	 * Contract breaches that can never peel: more keys than slots, and
-	 * duplicates (adjacent in the sorted input).  Unsorted duplicates are
-	 * caught below once peeling stalls.
-	 */
-	if ((uint64_t) n > nslots)
+	if (!amq_fp_input_ok(hashes, n, nslots))
 		return AMQ_ERR_BUILD_FAILED;
-	for (i = 1; i < n; i++)
-		if (hashes[i] == hashes[i - 1])
-			return AMQ_ERR_BUILD_FAILED;
 
 	/* about one bucket per segment, at least two */
 	bucket_bits = 1;
@@ -312,11 +197,11 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 
 	if (alloc == NULL || alloc->alloc == NULL)
 		return AMQ_ERR_NOMEM;
-	keys = fuse_alloc(alloc, n, sizeof(uint64_t));
-	xh = keys ? fuse_alloc(alloc, nslots, sizeof(uint64_t)) : NULL;
-	cnt = xh ? fuse_alloc(alloc, nslots, sizeof(uint32_t)) : NULL;
-	alone = cnt ? fuse_alloc(alloc, nslots, sizeof(uint32_t)) : NULL;
-	bucket = alone ? fuse_alloc(alloc, nbuckets, sizeof(uint32_t)) : NULL;
+	keys = amq_fp_alloc(alloc, n, sizeof(uint64_t));
+	xh = keys ? amq_fp_alloc(alloc, nslots, sizeof(uint64_t)) : NULL;
+	cnt = xh ? amq_fp_alloc(alloc, nslots, sizeof(uint32_t)) : NULL;
+	alone = cnt ? amq_fp_alloc(alloc, nslots, sizeof(uint32_t)) : NULL;
+	bucket = alone ? amq_fp_alloc(alloc, nbuckets, sizeof(uint32_t)) : NULL;
 	if (bucket == NULL)
 	{
 		result = AMQ_ERR_NOMEM;
@@ -324,18 +209,17 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 	}
 	for (attempt = 0; attempt < FUSE_MAX_ATTEMPTS; attempt++)
 	{
-		const uint64_t seed = fuse_attempt_seed(orig_seed, attempt);
+		const uint64_t seed = amq_fp_attempt_seed(orig_seed, attempt);
 		const int	shift = 64 - bucket_bits;
 		uint32_t	sum = 0;
 		size_t		top = 0;
 		size_t		npeeled = 0;
-		bool		duplicate = false;
 		uint64_t	s;
 
 		/* bucket the hashes by their top bits, i.e. by segment */
 		memset(bucket, 0, nbuckets * sizeof(uint32_t));
 		for (i = 0; i < n; i++)
-			bucket[fuse_hash(hashes[i], seed) >> shift]++;
+			bucket[amq_fp_hash(hashes[i], seed) >> shift]++;
 		for (s = 0; s < nbuckets; s++)
 		{
 			uint32_t	c = bucket[s];
@@ -345,7 +229,7 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		}
 		for (i = 0; i < n; i++)
 		{
-			uint64_t	h = fuse_hash(hashes[i], seed);
+			uint64_t	h = amq_fp_hash(hashes[i], seed);
 
 			keys[bucket[h >> shift]++] = h;
 		}
@@ -359,12 +243,7 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			uint64_t	p[3];
 
 			fuse_slots(h, seglen, span, p);
-			cnt[p[0]] += 4;
-			cnt[p[1]] = (cnt[p[1]] + 4) ^ 1;
-			cnt[p[2]] = (cnt[p[2]] + 4) ^ 2;
-			xh[p[0]] ^= h;
-			xh[p[1]] ^= h;
-			xh[p[2]] ^= h;
+			amq_fp_count_key(cnt, xh, p, h);
 		}
 
 		/*
@@ -382,45 +261,19 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			uint32_t	c = cnt[slot];
 			uint64_t	h;
 			uint64_t	p[3];
-			uint32_t	j;
-			uint32_t	k;
 
 			if ((c >> 2) != 1)
 				continue;		/* its key was peeled from another slot */
-			j = c & 3;
 			h = xh[slot];
 			fuse_slots(h, seglen, span, p);
 			keys[npeeled++] = slot;
 			cnt[slot] = 0;
-
-			/*
-			 * Remove the key from its other two slots.  The branches are
-			 * deliberate: a branch-free push makes the next pop wait for
-			 * this slot's count to load, which measured 40% slower.
-			 */
-			for (k = 0; k < 3; k++)
-			{
-				uint64_t	q = p[k];
-
-				if (k == j)
-					continue;
-				cnt[q] = (cnt[q] - 4) ^ k;
-				xh[q] ^= h;
-				if ((cnt[q] >> 2) == 1)
-					alone[top++] = (uint32_t) q;
-			}
+			amq_fp_unpeel_others(cnt, xh, alone, &top, p, c & 3, h);
 		}
 
 		if (npeeled == n)
 		{
-			/*
-			 * Assign in reverse peeling order.  A key's own slot is still 0
-			 * when its turn comes (no key peeled before it, which is
-			 * assigned after it, uses that slot), so xor-ing all three
-			 * slots into it gives the value that completes the fingerprint.
-			 */
-			uint8_t    *b = f->payload;
-
+			/* assign in reverse peeling order */
 			for (i = n; i-- > 0;)
 			{
 				uint64_t	slot = keys[i];
@@ -428,56 +281,34 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 				uint64_t	p[3];
 
 				fuse_slots(h, seglen, span, p);
-				fuse_set(b, slot, w,
-						 fuse_fingerprint(h, fpmask) ^ fuse_get(b, p[0], w) ^
-						 fuse_get(b, p[1], w) ^ fuse_get(b, p[2], w));
+				amq_fp_assign(f->payload, slot, w, fpmask, p, h);
 			}
 			f->seed = seed;
 			result = AMQ_OK;
 			break;
 		}
 
-		/*
-		 * Two keys alone in a slot whose hashes xor to 0 are the same key:
-		 * no seed will ever separate them.
-		 */
-		for (s = 0; s < nslots && !duplicate; s++)
-			duplicate = (cnt[s] >> 2) == 2 && xh[s] == 0;
-		if (duplicate)
+		/* duplicate keys: no seed will ever separate them */
+		if (amq_fp_has_duplicate(cnt, xh, nslots))
 			break;
 	}
 
 done:
-	fuse_free(alloc, bucket);
-	fuse_free(alloc, alone);
-	fuse_free(alloc, cnt);
-	fuse_free(alloc, xh);
-	fuse_free(alloc, keys);
+	amq_fp_free(alloc, bucket);
+	amq_fp_free(alloc, alone);
+	amq_fp_free(alloc, cnt);
+	amq_fp_free(alloc, xh);
+	amq_fp_free(alloc, keys);
 	return result;
 }
 
-/*
- * fill is the fraction of slots holding a nonzero value: about n / slots
- * (0.89 from a million keys up) once built, 0 for the filter of no keys.
- * An all-zero payload rejects every probe (fingerprints are never 0), so
- * its rate is 0; otherwise it is the rate the width gives, 2^-w.
- */
+/* fill is about n / slots (0.89 from a million keys up) once built */
 static void
 fuse_stats(const AmqFilter *f, AmqStats *st)
 {
 	const int	w = (int) f->param[2];
-	const uint64_t nslots = f->payload_len / ((uint64_t) w / 8);
-	uint64_t	nonzero = 0;
-	uint64_t	i;
 
-	for (i = 0; i < nslots; i++)
-		nonzero += fuse_get(f->payload, i, w) != 0;
-
-	st->fill = (double) nonzero / (double) nslots;
-	st->est_fpr = nonzero > 0 ? ldexp(1.0, -w) : 0.0;
-	st->est_distinct = (double) f->nkeys;
-	st->k = 3;
-	st->fingerprint_bits = (uint32_t) w;
+	amq_fp_stats(f, w, f->payload_len / ((uint64_t) w / 8), st);
 }
 
 const AmqKindOps amq_fuse_ops = {

@@ -5,7 +5,9 @@
  *
  * Static kinds are built from a sorted, deduplicated hash array, so the
  * generic checks of unit.c written for add() do not apply except for
- * test_bits_per_key; everything else is here.
+ * test_bits_per_key.  The checks fuse shares with xor are in
+ * test_static.c; the ones of its own geometry (segment length L =
+ * param[0], segment count S = param[1], (S + 2) * L slots) are here.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,133 +15,47 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "unit.h"
+#include "test_static.h"
 
-/* ---- helpers ---- */
-
-/* an allocator over malloc that counts, and fails from call fail_at on */
-typedef struct FuseTestAlloc
-{
-	long		nalloc;
-	long		nfree;
-	long		fail_at;		/* 1-based; 0 = never fail */
-} FuseTestAlloc;
-
-static void *
-fuse_test_alloc(void *ctx, size_t size)
-{
-	FuseTestAlloc *a = ctx;
-
-	if (a->fail_at > 0 && a->nalloc + 1 >= a->fail_at)
-		return NULL;
-	a->nalloc++;
-	return malloc(size);
-}
-
-static void
-fuse_test_free(void *ctx, void *ptr)
-{
-	FuseTestAlloc *a = ctx;
-
-	a->nfree++;
-	free(ptr);
-}
-
-/* the sorted hashes key_in(0..n-1) */
-static uint64_t *
-fuse_keys(uint64_t n)
-{
-	uint64_t   *h = xcalloc(n + 1, sizeof(uint64_t));
-	uint64_t   *scratch = xcalloc(n + 1, sizeof(uint64_t));
-	uint64_t	i;
-	size_t		m;
-
-	for (i = 0; i < n; i++)
-		h[i] = key_in(i);
-	m = amq_sort_unique(h, n, scratch);
-	if (m != n)
-	{
-		fprintf(stderr, "key_in is not injective\n");
-		exit(2);
-	}
-	free(scratch);
-	return h;
-}
-
-/* plan for max(n, 1), build from hashes, with a counting allocator */
-static AmqStatus
-fuse_make(AmqFilter *f, const uint64_t *hashes, uint64_t n, double fpr,
-		  uint64_t seed, FuseTestAlloc *counts)
-{
-	const AmqKindOps *ops = &amq_fuse_ops;
-	FuseTestAlloc local = {0, 0, 0};
-	AmqAllocator alloc;
-	AmqStatus	st;
-
-	if (counts == NULL)
-		counts = &local;
-	alloc.alloc = fuse_test_alloc;
-	alloc.free = fuse_test_free;
-	alloc.ctx = counts;
-
-	st = make_filter(ops, f, n > 0 ? n : 1, fpr, seed);
-	if (st != AMQ_OK)
-		return st;
-	st = ops->build(f, hashes, (size_t) n, &alloc);
-	f->nkeys = n;
-	return st;
-}
+/* ---- hooks ---- */
 
 static uint64_t
-fuse_count_missing(const AmqFilter *f, const uint64_t *hashes, uint64_t n)
+fuse_nslots(const AmqFilter *f)
 {
-	uint64_t	missing = 0;
-	uint64_t	i;
-
-	for (i = 0; i < n; i++)
-		missing += !amq_fuse_ops.contains(f, hashes[i]);
-	return missing;
+	return (f->param[1] + 2) * f->param[0];
 }
 
-static uint64_t
-fuse_count_fp(const AmqFilter *f, uint64_t nprobe)
+/* {L, S, w}: the smallest and largest segments, few and many, each width */
+static bool
+fuse_edge_geometry(AmqFilter *f, size_t i)
 {
-	uint64_t	fp = 0;
-	uint64_t	i;
+	static const uint64_t geo[][3] = {
+		{4, 1, 8}, {4, 1, 32}, {4, 7, 16}, {1024, 1, 8},
+		{UINT64_C(1) << 18, 1, 8}, {UINT64_C(1) << 18, 3, 32}, {32, 1000, 16}
+	};
 
-	for (i = 0; i < nprobe; i++)
-		fp += amq_fuse_ops.contains(f, key_out(i));
-	return fp;
+	if (i >= sizeof(geo) / sizeof(geo[0]))
+		return false;
+	f->param[0] = geo[i][0];
+	f->param[1] = geo[i][1];
+	f->param[2] = geo[i][2];
+	f->payload_len = (geo[i][1] + 2) * geo[i][0] * geo[i][2] / 8;
+	return true;
 }
+
+static const StaticKindHooks fuse_hooks = {
+	.width_param = 2,
+	.nslots = fuse_nslots,
+	.edge_geometry = fuse_edge_geometry,
+};
 
 /* ---- tests ---- */
 
-static void
-test_fuse_ops(void)
-{
-	const AmqKindOps *ops = &amq_fuse_ops;
-
-	check(ops->id == AMQ_KIND_FUSE && strcmp(ops->name, "fuse") == 0 &&
-		  ops->caps == AMQ_CAP_STATIC && ops->build != NULL &&
-		  ops->add == NULL && ops->remove == NULL && ops->merge == NULL &&
-		  ops->grow_plan == NULL && ops->grow == NULL &&
-		  ops->probe_span == NULL && ops->contains_span == NULL &&
-		  ops->contains != NULL && ops->stats != NULL,
-		  "fuse ops table: id, name, caps, static only", NULL);
-}
-
+/* the sizes of the fuse geometry; the rest of plan is static_test_plan */
 static void
 test_fuse_plan(void)
 {
 	const AmqKindOps *ops = &amq_fuse_ops;
-	static const struct
-	{
-		double		fpr;
-		uint64_t	w;
-	}			widths[] = {
-		{0.5, 8}, {0.01, 8}, {1.0 / 256.0, 8}, {0.0039, 16}, {0.001, 16},
-		{1.0 / 65536.0, 16}, {1e-5, 32}, {1e-9, 32}, {1.0 / 4294967296.0, 32}
-	};
 	AmqFilter	f;
 	AmqStatus	st;
 	bool		ok = true;
@@ -149,18 +65,10 @@ test_fuse_plan(void)
 	f.kind = AMQ_KIND_FUSE;
 	f.fpr = 0.01;
 
-	st = ops->plan(&f, 0, 0.01);
-	check(st == AMQ_OK && f.payload_len > 0 && ops->check(&f) == AMQ_OK,
-		  "fuse plan: capacity 0 gives a valid filter", "status %d", (int) st);
 	st = ops->plan(&f, 1, 0.01);
 	check(st == AMQ_OK && f.payload_len == 12 && ops->check(&f) == AMQ_OK,
 		  "fuse plan: capacity 1 gives the smallest geometry (3 segments of 4)",
 		  "status %d len %llu", (int) st, (unsigned long long) f.payload_len);
-	check(ops->plan(&f, UINT64_C(1) << 40, 0.01) == AMQ_ERR_TOO_LARGE,
-		  "fuse plan: 2^40 keys is AMQ_ERR_TOO_LARGE", NULL);
-	check(ops->plan(&f, UINT64_MAX, 1e-9) == AMQ_ERR_TOO_LARGE &&
-		  ops->plan(&f, UINT64_MAX, 0.01) == AMQ_ERR_TOO_LARGE,
-		  "fuse plan: 2^64-1 keys is AMQ_ERR_TOO_LARGE", NULL);
 
 	/* the largest 8-bit filter: about 954M keys fit, a billion do not */
 	st = ops->plan(&f, 900000000, 0.01);
@@ -170,32 +78,7 @@ test_fuse_plan(void)
 	check(ops->plan(&f, 1000000000, 0.01) == AMQ_ERR_TOO_LARGE,
 		  "fuse plan: 10^9 keys at 8 bits is AMQ_ERR_TOO_LARGE", NULL);
 
-	check(ops->plan(&f, 100, 0.0) == AMQ_ERR_PARAM &&
-		  ops->plan(&f, 100, 1.0) == AMQ_ERR_PARAM &&
-		  ops->plan(&f, 100, -0.5) == AMQ_ERR_PARAM &&
-		  ops->plan(&f, 100, nan("")) == AMQ_ERR_PARAM &&
-		  ops->plan(&f, 100, INFINITY) == AMQ_ERR_PARAM,
-		  "fuse plan: rejects fpr 0, 1, negative, NaN, inf", NULL);
-	check(ops->plan(&f, 100, 1e-10) == AMQ_ERR_PARAM,
-		  "fuse plan: fpr below 2^-32 (no width meets it) is AMQ_ERR_PARAM",
-		  NULL);
-
-	for (i = 0; i < sizeof(widths) / sizeof(widths[0]); i++)
-	{
-		st = ops->plan(&f, 1000, widths[i].fpr);
-		if (st != AMQ_OK || f.param[2] != widths[i].w)
-		{
-			ok = false;
-			printf("# fuse plan: fpr %g gives width %llu, want %llu\n",
-				   widths[i].fpr, (unsigned long long) f.param[2],
-				   (unsigned long long) widths[i].w);
-		}
-	}
-	check(ok, "fuse plan: smallest fingerprint width of 8, 16, 32 with 2^-w <= fpr",
-		  NULL);
-
 	/* every capacity up to 10^5 (sampled) gives geometry check() accepts */
-	ok = true;
 	for (i = 0; i <= 100000 && ok; i = i < 300 ? i + 1 : i * 21 / 20)
 	{
 		st = ops->plan(&f, i, 0.001);
@@ -206,6 +89,7 @@ test_fuse_plan(void)
 		  "failed at %zu", i);
 }
 
+/* check() of the segment params; width and payload_len: static_test_check */
 static void
 test_fuse_check(void)
 {
@@ -219,7 +103,7 @@ test_fuse_check(void)
 	f.param[1] = 10;
 	f.param[2] = 16;
 	f.payload_len = 12 * 64 * 2;
-	check(ops->check(&f) == AMQ_OK, "fuse check: valid params pass", NULL);
+	static_test_check(ops, &fuse_hooks, &f);
 
 	g = f;
 	g.param[0] = 0;
@@ -266,483 +150,35 @@ test_fuse_check(void)
 	g.payload_len = (g.param[1] + 2) * 64 * 2;
 	check(ops->check(&g) == AMQ_ERR_CORRUPT,
 		  "fuse check: rejects payload beyond AMQ_MAX_PAYLOAD", NULL);
-	g = f;
-	g.param[2] = 0;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "fuse check: rejects fingerprint width 0", NULL);
-	g = f;
-	g.param[2] = 12;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "fuse check: rejects fingerprint width 12", NULL);
-	g = f;
-	g.param[2] = 64;
-	g.payload_len = 12 * 64 * 8;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "fuse check: rejects fingerprint width 64", NULL);
-	g = f;
-	g.param[2] = (UINT64_C(1) << 32) | 16;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "fuse check: rejects a width that only looks valid in 32 bits", NULL);
-	g = f;
-	g.param[2] = 8;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "fuse check: rejects a width that does not match payload_len", NULL);
-	g = f;
-	g.payload_len += 1;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "fuse check: rejects payload_len one too long", NULL);
-	g = f;
-	g.payload_len -= 2;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "fuse check: rejects payload_len one slot short", NULL);
-	g = f;
-	g.payload_len = 0;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "fuse check: rejects payload_len 0", NULL);
-}
-
-/*
- * Geometries at the edges that check() accepts, with arbitrary payload
- * bytes: probes of extreme and random hashes stay in bounds (run under
- * AddressSanitizer to see it) and stats stay finite.
- */
-static void
-test_fuse_untrusted(void)
-{
-	static const uint64_t geo[][3] = {
-		{4, 1, 8}, {4, 1, 32}, {4, 7, 16}, {1024, 1, 8},
-		{UINT64_C(1) << 18, 1, 8}, {UINT64_C(1) << 18, 3, 32}, {32, 1000, 16}
-	};
-	const AmqKindOps *ops = &amq_fuse_ops;
-	bool		ok = true;
-	size_t		g;
-
-	for (g = 0; g < sizeof(geo) / sizeof(geo[0]); g++)
-	{
-		AmqFilter	f;
-		AmqStats	st;
-		uint64_t	i;
-
-		memset(&f, 0, sizeof(f));
-		f.kind = AMQ_KIND_FUSE;
-		f.param[0] = geo[g][0];
-		f.param[1] = geo[g][1];
-		f.param[2] = geo[g][2];
-		f.payload_len = (geo[g][1] + 2) * geo[g][0] * geo[g][2] / 8;
-		f.seed = g * 977;
-		if (ops->check(&f) != AMQ_OK)
-		{
-			ok = false;
-			break;
-		}
-		/* malloc, not calloc, so ASan sees reads just past the end */
-		f.payload = malloc(f.payload_len);
-		for (i = 0; i < f.payload_len; i++)
-			f.payload[i] = (uint8_t) amq_mix64(i + g);
-		(void) ops->contains(&f, 0);
-		(void) ops->contains(&f, UINT64_MAX);
-		for (i = 0; i < 100000; i++)
-			(void) ops->contains(&f, key_out(i));
-		ops->stats(&f, &st);
-		if (!isfinite(st.fill) || !isfinite(st.est_fpr) ||
-			!isfinite(st.est_distinct))
-			ok = false;
-		free(f.payload);
-	}
-	check(ok, "fuse: probes of edge geometries with random payloads stay in bounds",
-		  NULL);
-}
-
-static void
-test_fuse_accuracy(double fpr, int width, uint64_t n, uint64_t nprobe)
-{
-	const AmqKindOps *ops = &amq_fuse_ops;
-	uint64_t   *keys = fuse_keys(n);
-	FuseTestAlloc counts = {0, 0, 0};
-	AmqFilter	f;
-	AmqStats	st;
-	AmqStatus	s;
-	uint64_t	missing;
-	uint64_t	fp;
-	double		stated = ldexp(1.0, -width);
-	double		measured;
-	double		ratio;
-	double		nslots;
-	char		name[256];
-
-	s = fuse_make(&f, keys, n, fpr, 0, &counts);
-	snprintf(name, sizeof(name), "fuse fpr=%g: build %llu keys, scratch freed",
-			 fpr, (unsigned long long) n);
-	check(s == AMQ_OK && counts.nalloc == counts.nfree && f.param[2] == (uint64_t) width,
-		  name, "status %d, %ld allocs %ld frees, width %llu", (int) s,
-		  counts.nalloc, counts.nfree, (unsigned long long) f.param[2]);
-	if (s != AMQ_OK)
-	{
-		free(keys);
-		free_filter(&f);
-		return;
-	}
-	check(ops->check(&f) == AMQ_OK, "fuse: a built filter passes check()", NULL);
-
-	missing = fuse_count_missing(&f, keys, n);
-	snprintf(name, sizeof(name), "fuse fpr=%g: no false negatives over %llu keys",
-			 fpr, (unsigned long long) n);
-	check(missing == 0, name, "%llu missing", (unsigned long long) missing);
-
-	fp = fuse_count_fp(&f, nprobe);
-	measured = (double) fp / (double) nprobe;
-	ratio = measured / stated;
-	snprintf(name, sizeof(name),
-			 "fuse fpr=%g: measured fpr %.3g over %llu negatives is %.3fx the stated 2^-%d, %.2f bits/key",
-			 fpr, measured, (unsigned long long) nprobe, ratio, width,
-			 (double) f.payload_len * 8.0 / (double) n);
-	check(ratio >= 0.7 && ratio <= 1.3, name, "%llu false positives",
-		  (unsigned long long) fp);
-
-	ops->stats(&f, &st);
-	nslots = (double) ((f.param[1] + 2) * f.param[0]);
-	snprintf(name, sizeof(name),
-			 "fuse fpr=%g: stats est_fpr 2^-%d, k 3, %u-bit fingerprints, est_distinct %.0f, fill %.4f",
-			 fpr, width, width, st.est_distinct, st.fill);
-	check(st.est_fpr == stated && st.k == 3 &&
-		  st.fingerprint_bits == (uint32_t) width &&
-		  st.est_distinct == (double) n &&
-		  fabs(st.fill - (double) n / nslots) < 0.01,
-		  name, "est_fpr %g k %u bits %u fill %g (keys/slots %g)",
-		  st.est_fpr, st.k, st.fingerprint_bits, st.fill, (double) n / nslots);
-
-	free_filter(&f);
-	free(keys);
-}
-
-/* 32-bit fingerprints: a false positive in 10^7 probes has chance 0.2% */
-static void
-test_fuse_wide(void)
-{
-	const uint64_t n = 100000;
-	uint64_t   *keys = fuse_keys(n);
-	AmqFilter	f;
-	AmqStatus	s;
-	uint64_t	missing = 0;
-	uint64_t	fp = 0;
-
-	s = fuse_make(&f, keys, n, 1e-7, 5, NULL);
-	if (s == AMQ_OK)
-	{
-		missing = fuse_count_missing(&f, keys, n);
-		fp = fuse_count_fp(&f, 10000000);
-	}
-	check(s == AMQ_OK && f.param[2] == 32 && missing == 0 && fp <= 2,
-		  "fuse fpr=1e-7: 32-bit fingerprints, no false negatives, <= 2 false positives in 10^7",
-		  "status %d, %llu missing, %llu fp", (int) s,
-		  (unsigned long long) missing, (unsigned long long) fp);
-	free_filter(&f);
-	free(keys);
-}
-
-static void
-test_fuse_small(void)
-{
-	const AmqKindOps *ops = &amq_fuse_ops;
-	uint64_t   *keys = fuse_keys(5000);
-	AmqFilter	f;
-	AmqStats	st;
-	AmqStatus	s;
-	uint64_t	fp;
-	uint64_t	n;
-	uint64_t	bad_n = 0;
-	bool		ok = true;
-
-	/* n = 0: planned for one key, the payload stays zero, nothing is in it */
-	s = fuse_make(&f, keys, 0, 0.01, 3, NULL);
-	fp = s == AMQ_OK ? fuse_count_fp(&f, 100000) : 1;
-	check(s == AMQ_OK && fp == 0 && ops->check(&f) == AMQ_OK,
-		  "fuse: n = 0 builds a filter that contains nothing",
-		  "status %d, %llu false positives", (int) s, (unsigned long long) fp);
-	if (s == AMQ_OK)
-	{
-		ops->stats(&f, &st);
-		check(st.fill == 0.0 && st.est_fpr == 0.0 && st.est_distinct == 0.0 &&
-			  st.fingerprint_bits == 8,
-			  "fuse: stats of the empty filter are zero", "fill %g fpr %g",
-			  st.fill, st.est_fpr);
-	}
-	free_filter(&f);
-
-	/* n = 1 */
-	s = fuse_make(&f, keys, 1, 0.01, 3, NULL);
-	fp = s == AMQ_OK ? fuse_count_fp(&f, 1000000) : 0;
-	check(s == AMQ_OK && ops->contains(&f, keys[0]) &&
-		  (double) fp <= 1.3 * 1e6 / 256.0,
-		  "fuse: n = 1 holds its key, false positives at most the stated 2^-8",
-		  "status %d, %llu fp in 10^6", (int) s, (unsigned long long) fp);
-	free_filter(&f);
-
-	/* every n up to 300 and a spread beyond: builds succeed and hold the keys */
-	for (n = 1; n <= 5000; n = n < 300 ? n + 1 : n * 5 / 4)
-	{
-		int			w;
-
-		for (w = 0; w < 3 && ok; w++)
-		{
-			double		fpr = w == 0 ? 0.01 : w == 1 ? 0.001 : 1e-6;
-
-			s = fuse_make(&f, keys, n, fpr, n, NULL);
-			ok = s == AMQ_OK && fuse_count_missing(&f, keys, n) == 0;
-			free_filter(&f);
-		}
-		if (!ok)
-		{
-			bad_n = n;
-			break;
-		}
-	}
-	check(ok, "fuse: every n in 1..300 and a spread up to 5000 builds, all widths, no misses",
-		  "failed at n = %llu", (unsigned long long) bad_n);
-	free(keys);
-}
-
-static void
-test_fuse_duplicates(void)
-{
-	const AmqKindOps *ops = &amq_fuse_ops;
-	const uint64_t nraw = 30000;
-	uint64_t   *raw = xcalloc(nraw, sizeof(uint64_t));
-	uint64_t   *scratch = xcalloc(nraw, sizeof(uint64_t));
-	uint64_t   *keys = fuse_keys(10000);
-	FuseTestAlloc counts = {0, 0, 0};
-	AmqFilter	f;
-	AmqStatus	s;
-	uint64_t	i;
-	size_t		n;
-	double		t;
-
-	/* each of 10000 keys three times, shuffled, deduplicated as the caller does */
-	for (i = 0; i < nraw; i++)
-		raw[i] = key_in((i * 7919) % 10000);
-	n = amq_sort_unique(raw, nraw, scratch);
-	s = fuse_make(&f, raw, n, 0.01, 0, NULL);
-	check(s == AMQ_OK && n == 10000 && fuse_count_missing(&f, keys, 10000) == 0,
-		  "fuse: a key list with duplicates, deduplicated by amq_sort_unique, builds",
-		  "status %d, n %zu", (int) s, n);
-	free_filter(&f);
-
-	/* contract broken: one key twice, adjacent in sorted order */
-	memcpy(raw, keys, 10000 * sizeof(uint64_t));
-	raw[5001] = raw[5000];
-	s = fuse_make(&f, raw, 10000, 0.01, 0, &counts);
-	check(s == AMQ_ERR_BUILD_FAILED && counts.nalloc == counts.nfree,
-		  "fuse: sorted input with a duplicate is AMQ_ERR_BUILD_FAILED",
-		  "status %d", (int) s);
-	free_filter(&f);
-
-	/* contract broken and unsorted: the duplicates are far apart */
-	memcpy(raw, keys, 10000 * sizeof(uint64_t));
-	raw[9999] = raw[17];
-	raw[5000] = raw[4000];
-	t = now_sec();
-	s = fuse_make(&f, raw, 10000, 0.01, 0, &counts);
-	t = now_sec() - t;
-	check(s == AMQ_ERR_BUILD_FAILED && counts.nalloc == counts.nfree,
-		  "fuse: unsorted input with duplicates is AMQ_ERR_BUILD_FAILED",
-		  "status %d", (int) s);
-	printf("# fuse: unsorted duplicates rejected in %.2f ms\n", t * 1e3);
-	free_filter(&f);
-
-	/* contract broken: more keys than the filter was planned for */
-	s = make_filter(ops, &f, 10, 0.01, 0);
-	if (s == AMQ_OK)
-	{
-		AmqAllocator alloc = {fuse_test_alloc, fuse_test_free, &counts};
-
-		s = ops->build(&f, keys, 10000, &alloc);
-	}
-	check(s == AMQ_ERR_BUILD_FAILED && counts.nalloc == counts.nfree,
-		  "fuse: more keys than slots is AMQ_ERR_BUILD_FAILED", "status %d",
-		  (int) s);
-	free_filter(&f);
-
-	free(raw);
-	free(scratch);
-	free(keys);
-}
-
-static void
-test_fuse_determinism(void)
-{
-	const uint64_t n = 200000;
-	uint64_t   *keys = fuse_keys(n);
-	AmqFilter	a;
-	AmqFilter	b;
-	AmqFilter	c;
-	AmqStatus	sa;
-	AmqStatus	sb;
-	AmqStatus	sc;
-
-	sa = fuse_make(&a, keys, n, 0.001, 42, NULL);
-	sb = fuse_make(&b, keys, n, 0.001, 42, NULL);
-	sc = fuse_make(&c, keys, n, 0.001, 43, NULL);
-	check(sa == AMQ_OK && sb == AMQ_OK && a.seed == b.seed &&
-		  a.seed != 42 && a.seed != 0 &&
-		  memcmp(a.payload, b.payload, a.payload_len) == 0,
-		  "fuse: two builds from the same hashes and seed give the same bytes",
-		  NULL);
-	check(sc == AMQ_OK && c.seed != a.seed &&
-		  memcmp(a.payload, c.payload, a.payload_len) != 0 &&
-		  fuse_count_missing(&c, keys, n) == 0,
-		  "fuse: another seed gives another filter, as complete", NULL);
-	free_filter(&a);
-	free_filter(&b);
-	free_filter(&c);
-	free(keys);
-}
-
-static void
-test_fuse_nomem(void)
-{
-	const uint64_t n = 10000;
-	uint64_t   *keys = fuse_keys(n);
-	AmqFilter	f;
-	AmqStatus	s = AMQ_ERR_NOMEM;
-	long		fail_at;
-	bool		ok = true;
-	long		total = 0;
-
-	for (fail_at = 1; fail_at < 100; fail_at++)
-	{
-		FuseTestAlloc counts = {0, 0, fail_at};
-
-		s = fuse_make(&f, keys, n, 0.01, 0, &counts);
-		free_filter(&f);
-		if (counts.nalloc != counts.nfree)
-			ok = false;
-		if (s != AMQ_ERR_NOMEM)
-		{
-			total = counts.nalloc;
-			break;
-		}
-	}
-	check(ok && s == AMQ_OK && total == fail_at - 1 && total >= 1,
-		  "fuse: a failing allocator gives AMQ_ERR_NOMEM at every allocation, without leaks",
-		  "status %d after %ld allocations, balanced %d", (int) s, total, ok);
-
-	{
-		AmqAllocator none = {NULL, NULL, NULL};
-
-		make_filter(&amq_fuse_ops, &f, n, 0.01, 0);
-		s = amq_fuse_ops.build(&f, keys, n, &none);
-		check(s == AMQ_ERR_NOMEM,
-			  "fuse: an allocator without an alloc function is AMQ_ERR_NOMEM",
-			  "status %d", (int) s);
-		free_filter(&f);
-	}
-	free(keys);
-}
-
-static void
-test_fuse_stats_edges(void)
-{
-	const AmqKindOps *ops = &amq_fuse_ops;
-	static const double fprs[] = {0.01, 0.001, 1e-6};
-	bool		ok = true;
-	int			i;
-
-	for (i = 0; i < 3; i++)
-	{
-		AmqFilter	f;
-		AmqStats	st;
-		int			w = 8 << i;
-
-		make_filter(ops, &f, 1000, fprs[i], 0);
-		ops->stats(&f, &st);
-		if (!(st.fill == 0.0 && st.est_fpr == 0.0 && st.k == 3 &&
-			  st.fingerprint_bits == (uint32_t) w))
-			ok = false;
-		memset(f.payload, 0xff, f.payload_len);
-		f.nkeys = 1000;
-		ops->stats(&f, &st);
-		if (!(st.fill == 1.0 && st.est_fpr == ldexp(1.0, -w) &&
-			  st.est_distinct == 1000.0 && isfinite(st.est_distinct)))
-			ok = false;
-		free_filter(&f);
-	}
-	check(ok, "fuse: stats of all-zero and all-0xff payloads are finite (8, 16, 32 bits)",
-		  NULL);
-}
-
-static void
-test_fuse_big(void)
-{
-	const AmqKindOps *ops = &amq_fuse_ops;
-	const uint64_t n = 10000000;
-	uint64_t   *keys = fuse_keys(n);
-	FuseTestAlloc counts = {0, 0, 0};
-	AmqFilter	f;
-	AmqStatus	s;
-	uint64_t	hits = 0;
-	uint64_t	missing = 0;
-	uint64_t	i;
-	double		t_build;
-	double		t_neg;
-	double		t_pos;
-
-	t_build = now_sec();
-	s = fuse_make(&f, keys, n, 0.01, 0, &counts);
-	t_build = now_sec() - t_build;
-	check(s == AMQ_OK && counts.nalloc == counts.nfree,
-		  "fuse: builds 10^7 keys", "status %d", (int) s);
-	if (s != AMQ_OK)
-	{
-		free_filter(&f);
-		free(keys);
-		return;
-	}
-
-	t_neg = now_sec();
-	for (i = 0; i < n; i++)
-		hits += ops->contains(&f, key_out(i));
-	t_neg = now_sec() - t_neg;
-
-	t_pos = now_sec();
-	for (i = 0; i < n; i++)
-		missing += !ops->contains(&f, key_in(i));
-	t_pos = now_sec() - t_pos;
-
-	check(missing == 0, "fuse: no false negatives over 10^7 keys", "%llu missing",
-		  (unsigned long long) missing);
-	printf("# fuse at 10^7 keys, fpr 1%% (%.1f MB): build %.1f ns/key, "
-		   "probe %.1f ns absent, %.1f ns present (%.3f bits/key, %.4f%% fp)\n",
-		   (double) f.payload_len / 1e6, t_build * 1e9 / (double) n,
-		   t_neg * 1e9 / (double) n, t_pos * 1e9 / (double) n,
-		   (double) f.payload_len * 8.0 / (double) n,
-		   100.0 * (double) hits / (double) n);
-	free_filter(&f);
-	free(keys);
 }
 
 void
 test_fuse(void)
 {
-	test_fuse_ops();
+	const AmqKindOps *ops = &amq_fuse_ops;
+
+	static_test_ops(ops, AMQ_KIND_FUSE, "fuse");
+	static_test_plan(ops, &fuse_hooks);
 	test_fuse_plan();
 	test_fuse_check();
-	test_fuse_untrusted();
-	test_bits_per_key(&amq_fuse_ops, 1000000, 9.1);
-	test_bits_per_key(&amq_fuse_ops, 10000000, 9.1);
-	test_fuse_small();
-	test_fuse_duplicates();
-	test_fuse_determinism();
-	test_fuse_nomem();
-	test_fuse_stats_edges();
+	static_test_untrusted(ops, &fuse_hooks);
+	test_bits_per_key(ops, 1000000, 9.1);
+	test_bits_per_key(ops, 10000000, 9.1);
+	static_test_small(ops);
+	static_test_duplicates(ops);
+	static_test_determinism(ops);
+	static_test_nomem(ops);
+	static_test_stats_edges(ops);
 
 	/* 10^6 negatives: 3906 false positives expected at 2^-8 */
-	test_fuse_accuracy(0.01, 8, 1000000, 1000000);
+	static_test_accuracy(ops, &fuse_hooks, 0.01, 8, 1000000, 1000000);
 
 	/*
 	 * 2^27 negatives: 2048 expected at 2^-16, so the 0.7x..1.3x band is
 	 * over 13 standard deviations wide on each side.
 	 */
-	test_fuse_accuracy(0.001, 16, 1000000, UINT64_C(1) << 27);
-	test_fuse_wide();
-	test_fuse_big();
+	static_test_accuracy(ops, &fuse_hooks, 0.001, 16, 1000000,
+						 UINT64_C(1) << 27);
+	static_test_wide(ops, &fuse_hooks);
+	static_test_big(ops);
 }

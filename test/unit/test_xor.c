@@ -5,7 +5,9 @@
  *
  * Static kinds are built from a sorted, deduplicated hash array, so the
  * generic checks of unit.c written for add() do not apply except for
- * test_bits_per_key; everything else is here.
+ * test_bits_per_key.  The checks xor shares with fuse are in
+ * test_static.c; the ones of its own geometry (block length B = param[0],
+ * 3B slots, param[2] reserved) are here.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,133 +15,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "unit.h"
+#include "test_static.h"
 
-/* ---- helpers ---- */
-
-/* an allocator over malloc that counts, and fails from call fail_at on */
-typedef struct XorTestAlloc
-{
-	long		nalloc;
-	long		nfree;
-	long		fail_at;		/* 1-based; 0 = never fail */
-} XorTestAlloc;
-
-static void *
-xor_test_alloc(void *ctx, size_t size)
-{
-	XorTestAlloc *a = ctx;
-
-	if (a->fail_at > 0 && a->nalloc + 1 >= a->fail_at)
-		return NULL;
-	a->nalloc++;
-	return malloc(size);
-}
-
-static void
-xor_test_free(void *ctx, void *ptr)
-{
-	XorTestAlloc *a = ctx;
-
-	a->nfree++;
-	free(ptr);
-}
-
-/* the sorted hashes key_in(0..n-1) */
-static uint64_t *
-xor_keys(uint64_t n)
-{
-	uint64_t   *h = xcalloc(n + 1, sizeof(uint64_t));
-	uint64_t   *scratch = xcalloc(n + 1, sizeof(uint64_t));
-	uint64_t	i;
-	size_t		m;
-
-	for (i = 0; i < n; i++)
-		h[i] = key_in(i);
-	m = amq_sort_unique(h, n, scratch);
-	if (m != n)
-	{
-		fprintf(stderr, "key_in is not injective\n");
-		exit(2);
-	}
-	free(scratch);
-	return h;
-}
-
-/* plan for max(n, 1), build from hashes, with a counting allocator */
-static AmqStatus
-xor_make(AmqFilter *f, const uint64_t *hashes, uint64_t n, double fpr,
-		  uint64_t seed, XorTestAlloc *counts)
-{
-	const AmqKindOps *ops = &amq_xor_ops;
-	XorTestAlloc local = {0, 0, 0};
-	AmqAllocator alloc;
-	AmqStatus	st;
-
-	if (counts == NULL)
-		counts = &local;
-	alloc.alloc = xor_test_alloc;
-	alloc.free = xor_test_free;
-	alloc.ctx = counts;
-
-	st = make_filter(ops, f, n > 0 ? n : 1, fpr, seed);
-	if (st != AMQ_OK)
-		return st;
-	st = ops->build(f, hashes, (size_t) n, &alloc);
-	f->nkeys = n;
-	return st;
-}
+/* ---- hooks ---- */
 
 static uint64_t
-xor_count_missing(const AmqFilter *f, const uint64_t *hashes, uint64_t n)
+xor_nslots(const AmqFilter *f)
 {
-	uint64_t	missing = 0;
-	uint64_t	i;
-
-	for (i = 0; i < n; i++)
-		missing += !amq_xor_ops.contains(f, hashes[i]);
-	return missing;
+	return 3 * f->param[0];
 }
 
-static uint64_t
-xor_count_fp(const AmqFilter *f, uint64_t nprobe)
+/* {B, w}: the smallest blocks, odd and large ones, each width */
+static bool
+xor_edge_geometry(AmqFilter *f, size_t i)
 {
-	uint64_t	fp = 0;
-	uint64_t	i;
+	static const uint64_t geo[][2] = {
+		{1, 8}, {1, 32}, {2, 16}, {3, 8}, {1000, 8}, {12345, 32}, {65537, 16}
+	};
 
-	for (i = 0; i < nprobe; i++)
-		fp += amq_xor_ops.contains(f, key_out(i));
-	return fp;
+	if (i >= sizeof(geo) / sizeof(geo[0]))
+		return false;
+	f->param[0] = geo[i][0];
+	f->param[1] = geo[i][1];
+	f->payload_len = 3 * geo[i][0] * geo[i][1] / 8;
+	return true;
 }
+
+static const StaticKindHooks xor_hooks = {
+	.width_param = 1,
+	.nslots = xor_nslots,
+	.edge_geometry = xor_edge_geometry,
+};
 
 /* ---- tests ---- */
 
-static void
-test_xor_ops(void)
-{
-	const AmqKindOps *ops = &amq_xor_ops;
-
-	check(ops->id == AMQ_KIND_XOR && strcmp(ops->name, "xor") == 0 &&
-		  ops->caps == AMQ_CAP_STATIC && ops->build != NULL &&
-		  ops->add == NULL && ops->remove == NULL && ops->merge == NULL &&
-		  ops->grow_plan == NULL && ops->grow == NULL &&
-		  ops->probe_span == NULL && ops->contains_span == NULL &&
-		  ops->contains != NULL && ops->stats != NULL,
-		  "xor ops table: id, name, caps, static only", NULL);
-}
-
+/* the sizes of the xor geometry; the rest of plan is static_test_plan */
 static void
 test_xor_plan(void)
 {
 	const AmqKindOps *ops = &amq_xor_ops;
-	static const struct
-	{
-		double		fpr;
-		uint64_t	w;
-	}			widths[] = {
-		{0.5, 8}, {0.01, 8}, {1.0 / 256.0, 8}, {0.0039, 16}, {0.001, 16},
-		{1.0 / 65536.0, 16}, {1e-5, 32}, {1e-9, 32}, {1.0 / 4294967296.0, 32}
-	};
 	AmqFilter	f;
 	AmqStatus	st;
 	bool		ok = true;
@@ -149,19 +63,11 @@ test_xor_plan(void)
 	f.kind = AMQ_KIND_XOR;
 	f.fpr = 0.01;
 
-	st = ops->plan(&f, 0, 0.01);
-	check(st == AMQ_OK && f.payload_len > 0 && ops->check(&f) == AMQ_OK,
-		  "xor plan: capacity 0 gives a valid filter", "status %d", (int) st);
 	st = ops->plan(&f, 1, 0.01);
 	check(st == AMQ_OK && f.payload_len == 33 && f.param[0] == 11 &&
 		  ops->check(&f) == AMQ_OK,
 		  "xor plan: capacity 1 gives 1.23 + 32 slots, three blocks of 11",
 		  "status %d len %llu", (int) st, (unsigned long long) f.payload_len);
-	check(ops->plan(&f, UINT64_C(1) << 40, 0.01) == AMQ_ERR_TOO_LARGE,
-		  "xor plan: 2^40 keys is AMQ_ERR_TOO_LARGE", NULL);
-	check(ops->plan(&f, UINT64_MAX, 1e-9) == AMQ_ERR_TOO_LARGE &&
-		  ops->plan(&f, UINT64_MAX, 0.01) == AMQ_ERR_TOO_LARGE,
-		  "xor plan: 2^64-1 keys is AMQ_ERR_TOO_LARGE", NULL);
 
 	/* the largest 8-bit filter: about 873M keys fit, 9*10^8 do not */
 	st = ops->plan(&f, 850000000, 0.01);
@@ -171,32 +77,7 @@ test_xor_plan(void)
 	check(ops->plan(&f, 900000000, 0.01) == AMQ_ERR_TOO_LARGE,
 		  "xor plan: 9*10^8 keys at 8 bits is AMQ_ERR_TOO_LARGE", NULL);
 
-	check(ops->plan(&f, 100, 0.0) == AMQ_ERR_PARAM &&
-		  ops->plan(&f, 100, 1.0) == AMQ_ERR_PARAM &&
-		  ops->plan(&f, 100, -0.5) == AMQ_ERR_PARAM &&
-		  ops->plan(&f, 100, nan("")) == AMQ_ERR_PARAM &&
-		  ops->plan(&f, 100, INFINITY) == AMQ_ERR_PARAM,
-		  "xor plan: rejects fpr 0, 1, negative, NaN, inf", NULL);
-	check(ops->plan(&f, 100, 1e-10) == AMQ_ERR_PARAM,
-		  "xor plan: fpr below 2^-32 (no width meets it) is AMQ_ERR_PARAM",
-		  NULL);
-
-	for (i = 0; i < sizeof(widths) / sizeof(widths[0]); i++)
-	{
-		st = ops->plan(&f, 1000, widths[i].fpr);
-		if (st != AMQ_OK || f.param[1] != widths[i].w)
-		{
-			ok = false;
-			printf("# xor plan: fpr %g gives width %llu, want %llu\n",
-				   widths[i].fpr, (unsigned long long) f.param[1],
-				   (unsigned long long) widths[i].w);
-		}
-	}
-	check(ok, "xor plan: smallest fingerprint width of 8, 16, 32 with 2^-w <= fpr",
-		  NULL);
-
 	/* every capacity up to 10^5 (sampled) gives geometry check() accepts */
-	ok = true;
 	for (i = 0; i <= 100000 && ok; i = i < 300 ? i + 1 : i * 21 / 20)
 	{
 		st = ops->plan(&f, i, 0.001);
@@ -207,6 +88,7 @@ test_xor_plan(void)
 		  "failed at %zu", i);
 }
 
+/* check() of the block params; width and payload_len: static_test_check */
 static void
 test_xor_check(void)
 {
@@ -219,7 +101,7 @@ test_xor_check(void)
 	f.param[0] = 100;
 	f.param[1] = 16;
 	f.payload_len = 3 * 100 * 2;
-	check(ops->check(&f) == AMQ_OK, "xor check: valid params pass", NULL);
+	static_test_check(ops, &xor_hooks, &f);
 
 	g = f;
 	g.param[0] = 0;
@@ -242,485 +124,39 @@ test_xor_check(void)
 	check(ops->check(&g) == AMQ_ERR_CORRUPT,
 		  "xor check: rejects payload beyond AMQ_MAX_PAYLOAD", NULL);
 	g = f;
-	g.param[1] = 0;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "xor check: rejects fingerprint width 0", NULL);
-	g = f;
-	g.param[1] = 12;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "xor check: rejects fingerprint width 12", NULL);
-	g = f;
-	g.param[1] = 64;
-	g.payload_len = 3 * 100 * 8;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "xor check: rejects fingerprint width 64", NULL);
-	g = f;
-	g.param[1] = (UINT64_C(1) << 32) | 16;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "xor check: rejects a width that only looks valid in 32 bits", NULL);
-	g = f;
-	g.param[1] = 8;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "xor check: rejects a width that does not match payload_len", NULL);
-	g = f;
 	g.param[2] = 1;
 	check(ops->check(&g) == AMQ_ERR_CORRUPT,
 		  "xor check: rejects nonzero param[2]", NULL);
-	g = f;
-	g.payload_len += 1;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "xor check: rejects payload_len one too long", NULL);
-	g = f;
-	g.payload_len -= 2;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "xor check: rejects payload_len one slot short", NULL);
-	g = f;
-	g.payload_len = 0;
-	check(ops->check(&g) == AMQ_ERR_CORRUPT,
-		  "xor check: rejects payload_len 0", NULL);
-}
-
-/*
- * Geometries at the edges that check() accepts, with arbitrary payload
- * bytes: probes of extreme and random hashes stay in bounds (run under
- * AddressSanitizer to see it) and stats stay finite.
- */
-static void
-test_xor_untrusted(void)
-{
-	static const uint64_t geo[][2] = {
-		{1, 8}, {1, 32}, {2, 16}, {3, 8}, {1000, 8}, {12345, 32}, {65537, 16}
-	};
-	const AmqKindOps *ops = &amq_xor_ops;
-	bool		ok = true;
-	size_t		g;
-
-	for (g = 0; g < sizeof(geo) / sizeof(geo[0]); g++)
-	{
-		AmqFilter	f;
-		AmqStats	st;
-		uint64_t	i;
-
-		memset(&f, 0, sizeof(f));
-		f.kind = AMQ_KIND_XOR;
-		f.param[0] = geo[g][0];
-		f.param[1] = geo[g][1];
-		f.payload_len = 3 * geo[g][0] * geo[g][1] / 8;
-		f.seed = g * 977;
-		if (ops->check(&f) != AMQ_OK)
-		{
-			ok = false;
-			break;
-		}
-		/* malloc, not calloc, so ASan sees reads just past the end */
-		f.payload = malloc(f.payload_len);
-		for (i = 0; i < f.payload_len; i++)
-			f.payload[i] = (uint8_t) amq_mix64(i + g);
-		(void) ops->contains(&f, 0);
-		(void) ops->contains(&f, UINT64_MAX);
-		for (i = 0; i < 100000; i++)
-			(void) ops->contains(&f, key_out(i));
-		ops->stats(&f, &st);
-		if (!isfinite(st.fill) || !isfinite(st.est_fpr) ||
-			!isfinite(st.est_distinct))
-			ok = false;
-		free(f.payload);
-	}
-	check(ok, "xor: probes of edge geometries with random payloads stay in bounds",
-		  NULL);
-}
-
-static void
-test_xor_accuracy(double fpr, int width, uint64_t n, uint64_t nprobe)
-{
-	const AmqKindOps *ops = &amq_xor_ops;
-	uint64_t   *keys = xor_keys(n);
-	XorTestAlloc counts = {0, 0, 0};
-	AmqFilter	f;
-	AmqStats	st;
-	AmqStatus	s;
-	uint64_t	missing;
-	uint64_t	fp;
-	double		stated = ldexp(1.0, -width);
-	double		measured;
-	double		ratio;
-	double		nslots;
-	char		name[256];
-
-	s = xor_make(&f, keys, n, fpr, 0, &counts);
-	snprintf(name, sizeof(name), "xor fpr=%g: build %llu keys, scratch freed",
-			 fpr, (unsigned long long) n);
-	check(s == AMQ_OK && counts.nalloc == counts.nfree && f.param[1] == (uint64_t) width,
-		  name, "status %d, %ld allocs %ld frees, width %llu", (int) s,
-		  counts.nalloc, counts.nfree, (unsigned long long) f.param[1]);
-	if (s != AMQ_OK)
-	{
-		free(keys);
-		free_filter(&f);
-		return;
-	}
-	check(ops->check(&f) == AMQ_OK, "xor: a built filter passes check()", NULL);
-
-	missing = xor_count_missing(&f, keys, n);
-	snprintf(name, sizeof(name), "xor fpr=%g: no false negatives over %llu keys",
-			 fpr, (unsigned long long) n);
-	check(missing == 0, name, "%llu missing", (unsigned long long) missing);
-
-	fp = xor_count_fp(&f, nprobe);
-	measured = (double) fp / (double) nprobe;
-	ratio = measured / stated;
-	snprintf(name, sizeof(name),
-			 "xor fpr=%g: measured fpr %.3g over %llu negatives is %.3fx the stated 2^-%d, %.2f bits/key",
-			 fpr, measured, (unsigned long long) nprobe, ratio, width,
-			 (double) f.payload_len * 8.0 / (double) n);
-	check(ratio >= 0.7 && ratio <= 1.3, name, "%llu false positives",
-		  (unsigned long long) fp);
-
-	ops->stats(&f, &st);
-	nslots = (double) (3 * f.param[0]);
-	snprintf(name, sizeof(name),
-			 "xor fpr=%g: stats est_fpr 2^-%d, k 3, %u-bit fingerprints, est_distinct %.0f, fill %.4f",
-			 fpr, width, width, st.est_distinct, st.fill);
-	check(st.est_fpr == stated && st.k == 3 &&
-		  st.fingerprint_bits == (uint32_t) width &&
-		  st.est_distinct == (double) n &&
-		  fabs(st.fill - (double) n / nslots) < 0.01,
-		  name, "est_fpr %g k %u bits %u fill %g (keys/slots %g)",
-		  st.est_fpr, st.k, st.fingerprint_bits, st.fill, (double) n / nslots);
-
-	free_filter(&f);
-	free(keys);
-}
-
-/* 32-bit fingerprints: a false positive in 10^7 probes has chance 0.2% */
-static void
-test_xor_wide(void)
-{
-	const uint64_t n = 100000;
-	uint64_t   *keys = xor_keys(n);
-	AmqFilter	f;
-	AmqStatus	s;
-	uint64_t	missing = 0;
-	uint64_t	fp = 0;
-
-	s = xor_make(&f, keys, n, 1e-7, 5, NULL);
-	if (s == AMQ_OK)
-	{
-		missing = xor_count_missing(&f, keys, n);
-		fp = xor_count_fp(&f, 10000000);
-	}
-	check(s == AMQ_OK && f.param[1] == 32 && missing == 0 && fp <= 2,
-		  "xor fpr=1e-7: 32-bit fingerprints, no false negatives, <= 2 false positives in 10^7",
-		  "status %d, %llu missing, %llu fp", (int) s,
-		  (unsigned long long) missing, (unsigned long long) fp);
-	free_filter(&f);
-	free(keys);
-}
-
-static void
-test_xor_small(void)
-{
-	const AmqKindOps *ops = &amq_xor_ops;
-	uint64_t   *keys = xor_keys(5000);
-	AmqFilter	f;
-	AmqStats	st;
-	AmqStatus	s;
-	uint64_t	fp;
-	uint64_t	n;
-	uint64_t	bad_n = 0;
-	bool		ok = true;
-
-	/* n = 0: planned for one key, the payload stays zero, nothing is in it */
-	s = xor_make(&f, keys, 0, 0.01, 3, NULL);
-	fp = s == AMQ_OK ? xor_count_fp(&f, 100000) : 1;
-	check(s == AMQ_OK && fp == 0 && ops->check(&f) == AMQ_OK,
-		  "xor: n = 0 builds a filter that contains nothing",
-		  "status %d, %llu false positives", (int) s, (unsigned long long) fp);
-	if (s == AMQ_OK)
-	{
-		ops->stats(&f, &st);
-		check(st.fill == 0.0 && st.est_fpr == 0.0 && st.est_distinct == 0.0 &&
-			  st.fingerprint_bits == 8,
-			  "xor: stats of the empty filter are zero", "fill %g fpr %g",
-			  st.fill, st.est_fpr);
-	}
-	free_filter(&f);
-
-	/* n = 1 */
-	s = xor_make(&f, keys, 1, 0.01, 3, NULL);
-	fp = s == AMQ_OK ? xor_count_fp(&f, 1000000) : 0;
-	check(s == AMQ_OK && ops->contains(&f, keys[0]) &&
-		  (double) fp <= 1.3 * 1e6 / 256.0,
-		  "xor: n = 1 holds its key, false positives at most the stated 2^-8",
-		  "status %d, %llu fp in 10^6", (int) s, (unsigned long long) fp);
-	free_filter(&f);
-
-	/* every n up to 300 and a spread beyond: builds succeed and hold the keys */
-	for (n = 1; n <= 5000; n = n < 300 ? n + 1 : n * 5 / 4)
-	{
-		int			w;
-
-		for (w = 0; w < 3 && ok; w++)
-		{
-			double		fpr = w == 0 ? 0.01 : w == 1 ? 0.001 : 1e-6;
-
-			s = xor_make(&f, keys, n, fpr, n, NULL);
-			ok = s == AMQ_OK && xor_count_missing(&f, keys, n) == 0;
-			free_filter(&f);
-		}
-		if (!ok)
-		{
-			bad_n = n;
-			break;
-		}
-	}
-	check(ok, "xor: every n in 1..300 and a spread up to 5000 builds, all widths, no misses",
-		  "failed at n = %llu", (unsigned long long) bad_n);
-	free(keys);
-}
-
-static void
-test_xor_duplicates(void)
-{
-	const AmqKindOps *ops = &amq_xor_ops;
-	const uint64_t nraw = 30000;
-	uint64_t   *raw = xcalloc(nraw, sizeof(uint64_t));
-	uint64_t   *scratch = xcalloc(nraw, sizeof(uint64_t));
-	uint64_t   *keys = xor_keys(10000);
-	XorTestAlloc counts = {0, 0, 0};
-	AmqFilter	f;
-	AmqStatus	s;
-	uint64_t	i;
-	size_t		n;
-	double		t;
-
-	/* each of 10000 keys three times, shuffled, deduplicated as the caller does */
-	for (i = 0; i < nraw; i++)
-		raw[i] = key_in((i * 7919) % 10000);
-	n = amq_sort_unique(raw, nraw, scratch);
-	s = xor_make(&f, raw, n, 0.01, 0, NULL);
-	check(s == AMQ_OK && n == 10000 && xor_count_missing(&f, keys, 10000) == 0,
-		  "xor: a key list with duplicates, deduplicated by amq_sort_unique, builds",
-		  "status %d, n %zu", (int) s, n);
-	free_filter(&f);
-
-	/* contract broken: one key twice, adjacent in sorted order */
-	memcpy(raw, keys, 10000 * sizeof(uint64_t));
-	raw[5001] = raw[5000];
-	s = xor_make(&f, raw, 10000, 0.01, 0, &counts);
-	check(s == AMQ_ERR_BUILD_FAILED && counts.nalloc == counts.nfree,
-		  "xor: sorted input with a duplicate is AMQ_ERR_BUILD_FAILED",
-		  "status %d", (int) s);
-	free_filter(&f);
-
-	/* contract broken and unsorted: the duplicates are far apart */
-	memcpy(raw, keys, 10000 * sizeof(uint64_t));
-	raw[9999] = raw[17];
-	raw[5000] = raw[4000];
-	t = now_sec();
-	s = xor_make(&f, raw, 10000, 0.01, 0, &counts);
-	t = now_sec() - t;
-	check(s == AMQ_ERR_BUILD_FAILED && counts.nalloc == counts.nfree,
-		  "xor: unsorted input with duplicates is AMQ_ERR_BUILD_FAILED",
-		  "status %d", (int) s);
-	printf("# xor: unsorted duplicates rejected in %.2f ms\n", t * 1e3);
-	free_filter(&f);
-
-	/* contract broken: more keys than the filter was planned for */
-	s = make_filter(ops, &f, 10, 0.01, 0);
-	if (s == AMQ_OK)
-	{
-		AmqAllocator alloc = {xor_test_alloc, xor_test_free, &counts};
-
-		s = ops->build(&f, keys, 10000, &alloc);
-	}
-	check(s == AMQ_ERR_BUILD_FAILED && counts.nalloc == counts.nfree,
-		  "xor: more keys than slots is AMQ_ERR_BUILD_FAILED", "status %d",
-		  (int) s);
-	free_filter(&f);
-
-	free(raw);
-	free(scratch);
-	free(keys);
-}
-
-static void
-test_xor_determinism(void)
-{
-	const uint64_t n = 200000;
-	uint64_t   *keys = xor_keys(n);
-	AmqFilter	a;
-	AmqFilter	b;
-	AmqFilter	c;
-	AmqStatus	sa;
-	AmqStatus	sb;
-	AmqStatus	sc;
-
-	sa = xor_make(&a, keys, n, 0.001, 42, NULL);
-	sb = xor_make(&b, keys, n, 0.001, 42, NULL);
-	sc = xor_make(&c, keys, n, 0.001, 43, NULL);
-	check(sa == AMQ_OK && sb == AMQ_OK && a.seed == b.seed &&
-		  a.seed != 42 && a.seed != 0 &&
-		  memcmp(a.payload, b.payload, a.payload_len) == 0,
-		  "xor: two builds from the same hashes and seed give the same bytes",
-		  NULL);
-	check(sc == AMQ_OK && c.seed != a.seed &&
-		  memcmp(a.payload, c.payload, a.payload_len) != 0 &&
-		  xor_count_missing(&c, keys, n) == 0,
-		  "xor: another seed gives another filter, as complete", NULL);
-	free_filter(&a);
-	free_filter(&b);
-	free_filter(&c);
-	free(keys);
-}
-
-static void
-test_xor_nomem(void)
-{
-	const uint64_t n = 10000;
-	uint64_t   *keys = xor_keys(n);
-	AmqFilter	f;
-	AmqStatus	s = AMQ_ERR_NOMEM;
-	long		fail_at;
-	bool		ok = true;
-	long		total = 0;
-
-	for (fail_at = 1; fail_at < 100; fail_at++)
-	{
-		XorTestAlloc counts = {0, 0, fail_at};
-
-		s = xor_make(&f, keys, n, 0.01, 0, &counts);
-		free_filter(&f);
-		if (counts.nalloc != counts.nfree)
-			ok = false;
-		if (s != AMQ_ERR_NOMEM)
-		{
-			total = counts.nalloc;
-			break;
-		}
-	}
-	check(ok && s == AMQ_OK && total == fail_at - 1 && total >= 1,
-		  "xor: a failing allocator gives AMQ_ERR_NOMEM at every allocation, without leaks",
-		  "status %d after %ld allocations, balanced %d", (int) s, total, ok);
-
-	{
-		AmqAllocator none = {NULL, NULL, NULL};
-
-		make_filter(&amq_xor_ops, &f, n, 0.01, 0);
-		s = amq_xor_ops.build(&f, keys, n, &none);
-		check(s == AMQ_ERR_NOMEM,
-			  "xor: an allocator without an alloc function is AMQ_ERR_NOMEM",
-			  "status %d", (int) s);
-		free_filter(&f);
-	}
-	free(keys);
-}
-
-static void
-test_xor_stats_edges(void)
-{
-	const AmqKindOps *ops = &amq_xor_ops;
-	static const double fprs[] = {0.01, 0.001, 1e-6};
-	bool		ok = true;
-	int			i;
-
-	for (i = 0; i < 3; i++)
-	{
-		AmqFilter	f;
-		AmqStats	st;
-		int			w = 8 << i;
-
-		make_filter(ops, &f, 1000, fprs[i], 0);
-		ops->stats(&f, &st);
-		if (!(st.fill == 0.0 && st.est_fpr == 0.0 && st.k == 3 &&
-			  st.fingerprint_bits == (uint32_t) w))
-			ok = false;
-		memset(f.payload, 0xff, f.payload_len);
-		f.nkeys = 1000;
-		ops->stats(&f, &st);
-		if (!(st.fill == 1.0 && st.est_fpr == ldexp(1.0, -w) &&
-			  st.est_distinct == 1000.0 && isfinite(st.est_distinct)))
-			ok = false;
-		free_filter(&f);
-	}
-	check(ok, "xor: stats of all-zero and all-0xff payloads are finite (8, 16, 32 bits)",
-		  NULL);
-}
-
-static void
-test_xor_big(void)
-{
-	const AmqKindOps *ops = &amq_xor_ops;
-	const uint64_t n = 10000000;
-	uint64_t   *keys = xor_keys(n);
-	XorTestAlloc counts = {0, 0, 0};
-	AmqFilter	f;
-	AmqStatus	s;
-	uint64_t	hits = 0;
-	uint64_t	missing = 0;
-	uint64_t	i;
-	double		t_build;
-	double		t_neg;
-	double		t_pos;
-
-	t_build = now_sec();
-	s = xor_make(&f, keys, n, 0.01, 0, &counts);
-	t_build = now_sec() - t_build;
-	check(s == AMQ_OK && counts.nalloc == counts.nfree,
-		  "xor: builds 10^7 keys", "status %d", (int) s);
-	if (s != AMQ_OK)
-	{
-		free_filter(&f);
-		free(keys);
-		return;
-	}
-
-	t_neg = now_sec();
-	for (i = 0; i < n; i++)
-		hits += ops->contains(&f, key_out(i));
-	t_neg = now_sec() - t_neg;
-
-	t_pos = now_sec();
-	for (i = 0; i < n; i++)
-		missing += !ops->contains(&f, key_in(i));
-	t_pos = now_sec() - t_pos;
-
-	check(missing == 0, "xor: no false negatives over 10^7 keys", "%llu missing",
-		  (unsigned long long) missing);
-	printf("# xor at 10^7 keys, fpr 1%% (%.1f MB): build %.1f ns/key, "
-		   "probe %.1f ns absent, %.1f ns present (%.3f bits/key, %.4f%% fp)\n",
-		   (double) f.payload_len / 1e6, t_build * 1e9 / (double) n,
-		   t_neg * 1e9 / (double) n, t_pos * 1e9 / (double) n,
-		   (double) f.payload_len * 8.0 / (double) n,
-		   100.0 * (double) hits / (double) n);
-	free_filter(&f);
-	free(keys);
 }
 
 void
 test_xor(void)
 {
-	test_xor_ops();
+	const AmqKindOps *ops = &amq_xor_ops;
+
+	static_test_ops(ops, AMQ_KIND_XOR, "xor");
+	static_test_plan(ops, &xor_hooks);
 	test_xor_plan();
 	test_xor_check();
-	test_xor_untrusted();
+	static_test_untrusted(ops, &xor_hooks);
 	/* 1.23 slots of 8 bits per key: 9.84 */
-	test_bits_per_key(&amq_xor_ops, 1000000, 9.9);
-	test_bits_per_key(&amq_xor_ops, 10000000, 9.9);
-	test_xor_small();
-	test_xor_duplicates();
-	test_xor_determinism();
-	test_xor_nomem();
-	test_xor_stats_edges();
+	test_bits_per_key(ops, 1000000, 9.9);
+	test_bits_per_key(ops, 10000000, 9.9);
+	static_test_small(ops);
+	static_test_duplicates(ops);
+	static_test_determinism(ops);
+	static_test_nomem(ops);
+	static_test_stats_edges(ops);
 
 	/* 10^6 negatives: 3906 false positives expected at 2^-8 */
-	test_xor_accuracy(0.01, 8, 1000000, 1000000);
+	static_test_accuracy(ops, &xor_hooks, 0.01, 8, 1000000, 1000000);
 
 	/*
 	 * 2^27 negatives: 2048 expected at 2^-16, so the 0.7x..1.3x band is
 	 * over 13 standard deviations wide on each side.
 	 */
-	test_xor_accuracy(0.001, 16, 1000000, UINT64_C(1) << 27);
-	test_xor_wide();
-	test_xor_big();
+	static_test_accuracy(ops, &xor_hooks, 0.001, 16, 1000000,
+						 UINT64_C(1) << 27);
+	static_test_wide(ops, &xor_hooks);
+	static_test_big(ops);
 }
