@@ -374,3 +374,33 @@ amq_base64_decode(const char *src, size_t len, uint8_t *dst, size_t *dstlen)
 	*dstlen = o;
 	return true;
 }
+
+bool
+amq_same_geometry(const AmqFilter *a, const AmqFilter *b)
+{
+	return a->kind == b->kind &&
+		a->param[0] == b->param[0] &&
+		a->param[1] == b->param[1] &&
+		a->param[2] == b->param[2] &&
+		a->payload_len == b->payload_len &&
+		a->seed == b->seed;
+}
+
+void
+amq_merge_bits(uint8_t *dst, const uint8_t *src, uint64_t len, AmqMergeOp op)
+{
+	uint64_t	off = 0;
+
+	for (; off + 8 <= len; off += 8)
+	{
+		uint64_t	a,
+					b;
+
+		memcpy(&a, dst + off, 8);
+		memcpy(&b, src + off, 8);
+		a = (op == AMQ_MERGE_UNION) ? (a | b) : (a & b);
+		memcpy(dst + off, &a, 8);
+	}
+	for (; off < len; off++)
+		dst[off] = (op == AMQ_MERGE_UNION) ? (dst[off] | src[off]) : (dst[off] & src[off]);
+}

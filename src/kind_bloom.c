@@ -150,28 +150,9 @@ bloom_contains(const AmqFilter *f, uint64_t hash)
 static AmqStatus
 bloom_merge(AmqFilter *dst, const AmqFilter *src, AmqMergeOp op)
 {
-	uint64_t	len = dst->payload_len;
-	uint64_t	off;
-
-	if (dst->kind != src->kind ||
-		dst->param[0] != src->param[0] ||
-		dst->param[1] != src->param[1] ||
-		dst->param[2] != src->param[2] ||
-		dst->payload_len != src->payload_len ||
-		dst->seed != src->seed)
+	if (!amq_same_geometry(dst, src))
 		return AMQ_ERR_MISMATCH;
-
-	/* bytewise logic, so word order does not matter; len is a multiple of 8 */
-	for (off = 0; off < len; off += 8)
-	{
-		uint64_t	a,
-					b;
-
-		memcpy(&a, dst->payload + off, 8);
-		memcpy(&b, src->payload + off, 8);
-		a = (op == AMQ_MERGE_UNION) ? (a | b) : (a & b);
-		memcpy(dst->payload + off, &a, 8);
-	}
+	amq_merge_bits(dst->payload, src->payload, dst->payload_len, op);
 	return AMQ_OK;
 }
 

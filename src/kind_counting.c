@@ -202,12 +202,7 @@ counting_merge(AmqFilter *dst, const AmqFilter *src, AmqMergeOp op)
 	uint64_t	len = dst->payload_len;
 	uint64_t	off;
 
-	if (dst->kind != src->kind ||
-		dst->param[0] != src->param[0] ||
-		dst->param[1] != src->param[1] ||
-		dst->param[2] != src->param[2] ||
-		dst->payload_len != src->payload_len ||
-		dst->seed != src->seed)
+	if (!amq_same_geometry(dst, src))
 		return AMQ_ERR_MISMATCH;
 
 	/* bytewise lanes, so word order does not matter; len is a multiple of 8 */
