@@ -1,4 +1,4 @@
--- Upgrading from the first release gives exactly the objects of a fresh
+-- Upgrading from the first release, through every release, gives exactly the objects of a fresh
 -- install of the current one.  In a database of its own, so that no other
 -- test's tables depend on the extension.
 
@@ -14,6 +14,8 @@ FROM pg_depend WHERE refclassid = 'pg_extension'::regclass
 
 DROP EXTENSION bloomamq;
 CREATE EXTENSION bloomamq VERSION '0.1.0';
+SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
+ALTER EXTENSION bloomamq UPDATE TO '0.2.0';
 SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
 ALTER EXTENSION bloomamq UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
