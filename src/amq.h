@@ -219,8 +219,10 @@ typedef struct AmqKindOps
 	bool		(*contains) (const AmqFilter *f, uint64_t hash);
 
 	/*
-	 * AMQ_CAP_SLICE kinds: the payload span a probe of hash reads, and the
-	 * probe given only that span.
+	 * The payload span a probe of hash reads, and the probe given only that
+	 * span: offered by AMQ_CAP_SLICE kinds, whose span is small (TOAST
+	 * slices fetch it), and by fuse and ribbon, whose span of up to three
+	 * segments or 32 r bytes the amq index reads from its pages.
 	 */
 	void		(*probe_span) (const AmqFilter *f, uint64_t hash,
 							   uint64_t *offset, uint32_t *length);

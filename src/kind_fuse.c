@@ -15,7 +15,8 @@
  * moves to the next segment and the xor with a value below L stays inside
  * it, so the three slots always lie in segments s, s + 1 and s + 2 with
  * s < S: inside the payload for any S and L that check() accepts.  (They
- * can be 3L slots apart, so the kind does not offer AMQ_CAP_SLICE.)  The key
+ * can be 3L slots apart, so the kind does not offer AMQ_CAP_SLICE, though
+ * it gives probe_span for readers that hold the payload in pages.)  The key
  * is present when the xor of the three slots equals its fingerprint, the
  * low w bits of h ^ (h >> 32), with 0 replaced by 1.  Fingerprints are
  * never 0, so an all-zero payload (the filter of no keys) answers false to
@@ -149,6 +150,37 @@ fuse_contains(const AmqFilter *f, uint64_t hash)
 
 	fuse_slots(h, seglen, f->param[1] * seglen, p);
 	return amq_fp_match3(f->payload, p, f->param[2], h);
+}
+
+/*
+ * The three slots lie in three consecutive segments, p[0] < p[1] < p[2],
+ * so a probe reads one span of at most three segments: the amq index reads
+ * it from its pages without assembling the whole filter.
+ */
+static void
+fuse_probe_span(const AmqFilter *f, uint64_t hash,
+				uint64_t *offset, uint32_t *length)
+{
+	uint64_t	h = amq_fp_hash(hash, f->seed);
+	uint64_t	bytes_per_slot = f->param[2] / 8;
+	uint64_t	p[3];
+
+	fuse_slots(h, f->param[0], f->param[1] * f->param[0], p);
+	*offset = p[0] * bytes_per_slot;
+	*length = (uint32_t) ((p[2] - p[0] + 1) * bytes_per_slot);
+}
+
+static bool
+fuse_contains_span(const AmqFilter *f, uint64_t hash, const uint8_t *span)
+{
+	uint64_t	h = amq_fp_hash(hash, f->seed);
+	uint64_t	p[3];
+
+	fuse_slots(h, f->param[0], f->param[1] * f->param[0], p);
+	p[2] -= p[0];
+	p[1] -= p[0];
+	p[0] = 0;
+	return amq_fp_match3(span, p, f->param[2], h);
 }
 
 /*
@@ -323,8 +355,8 @@ const AmqKindOps amq_fuse_ops = {
 	.grow = NULL,
 	.remove = NULL,
 	.contains = fuse_contains,
-	.probe_span = NULL,
-	.contains_span = NULL,
+	.probe_span = fuse_probe_span,
+	.contains_span = fuse_contains_span,
 	.merge = NULL,
 	.stats = fuse_stats,
 };

@@ -248,14 +248,10 @@ ribbon_check(const AmqFilter *f)
  * the reference and the fallback.
  */
 static bool
-ribbon_contains(const AmqFilter *f, uint64_t hash)
+ribbon_match(const AmqFilter *f, uint64_t h, uint64_t s, const uint8_t *p)
 {
-	uint64_t	h = amq_seeded(f, hash);
-	uint64_t	m = f->param[0];
 	uint32_t	r = (uint32_t) f->param[1];
-	uint64_t	s = amq_reduce(h, m - RIBBON_W);
 	uint32_t	o = (uint32_t) (s & 63);
-	const uint8_t *p = f->payload + (s >> 6) * r * 8;
 	uint32_t	want = (uint32_t) h & ribbon_mask(r);
 	uint64_t	c0,
 				c1,
@@ -322,6 +318,37 @@ ribbon_contains(const AmqFilter *f, uint64_t hash)
 			return false;
 	}
 	return got == want;
+}
+
+static bool
+ribbon_contains(const AmqFilter *f, uint64_t hash)
+{
+	uint64_t	h = amq_seeded(f, hash);
+	uint64_t	s = amq_reduce(h, f->param[0] - RIBBON_W);
+
+	return ribbon_match(f, h, s, f->payload + (s >> 6) * f->param[1] * 8);
+}
+
+/*
+ * A probe reads words q to q + 3 of every column, which are stored
+ * together: one span of 32 r bytes (the amq index reads it from its pages).
+ */
+static void
+ribbon_probe_span(const AmqFilter *f, uint64_t hash,
+				  uint64_t *offset, uint32_t *length)
+{
+	uint64_t	s = amq_reduce(amq_seeded(f, hash), f->param[0] - RIBBON_W);
+
+	*offset = (s >> 6) * f->param[1] * 8;
+	*length = (uint32_t) (32 * f->param[1]);
+}
+
+static bool
+ribbon_contains_span(const AmqFilter *f, uint64_t hash, const uint8_t *span)
+{
+	uint64_t	h = amq_seeded(f, hash);
+
+	return ribbon_match(f, h, amq_reduce(h, f->param[0] - RIBBON_W), span);
 }
 
 /*
@@ -597,8 +624,8 @@ const AmqKindOps amq_ribbon_ops = {
 	.grow = NULL,
 	.remove = NULL,
 	.contains = ribbon_contains,
-	.probe_span = NULL,
-	.contains_span = NULL,
+	.probe_span = ribbon_probe_span,
+	.contains_span = ribbon_contains_span,
 	.merge = NULL,
 	.stats = ribbon_stats,
 };

@@ -169,6 +169,8 @@ test_fuse(void)
 	static_test_determinism(ops);
 	static_test_nomem(ops);
 	static_test_stats_edges(ops);
+	/* up to 7000 keys the segments are at most 1024 slots of 4 bytes */
+	static_test_span(ops, 3 * 1024 * 4);
 
 	/* 10^6 negatives: 3906 false positives expected at 2^-8 */
 	static_test_accuracy(ops, &fuse_hooks, 0.01, 8, 1000000, 1000000);

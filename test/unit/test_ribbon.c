@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "unit.h"
+#include "test_static.h"
 
 /* the golden filter of test_ribbon_determinism: 1000 keys, fpr 1%, seed 0 */
 #define RIBBON_GOLDEN_M		UINT64_C(1216)
@@ -154,9 +154,9 @@ test_ribbon_ops(void)
 		  "ribbon ops table: id, name, caps", NULL);
 	check(ops->plan && ops->check && ops->build && ops->contains &&
 		  ops->stats && !ops->add && !ops->remove && !ops->merge &&
-		  !ops->grow_plan && !ops->grow && !ops->probe_span &&
-		  !ops->contains_span,
-		  "ribbon ops table: build/contains/stats only", NULL);
+		  !ops->grow_plan && !ops->grow && ops->probe_span &&
+		  ops->contains_span,
+		  "ribbon ops table: build/contains/stats and the probe's span only", NULL);
 }
 
 static void
@@ -891,5 +891,6 @@ test_ribbon(void)
 	test_ribbon_retries();
 	test_ribbon_nomem();
 	test_ribbon_stats_edges();
+	static_test_span(&amq_ribbon_ops, 32 * 32);
 	test_ribbon_big();
 }

@@ -122,9 +122,62 @@ static_test_ops(const AmqKindOps *ops, int id, const char *name)
 		  ops->caps == AMQ_CAP_STATIC && ops->build != NULL &&
 		  ops->add == NULL && ops->remove == NULL && ops->merge == NULL &&
 		  ops->grow_plan == NULL && ops->grow == NULL &&
-		  ops->probe_span == NULL && ops->contains_span == NULL &&
+		  (ops->probe_span == NULL) == (ops->contains_span == NULL) &&
 		  ops->contains != NULL && ops->stats != NULL,
 		  kname(ops, " ops table: id, name, caps, static only"), NULL);
+}
+
+/*
+ * A kind with probe_span: at every width, each span lies inside the
+ * payload, is at most max_span bytes, and contains_span on it answers as
+ * contains does, for present and absent keys.
+ */
+void
+static_test_span(const AmqKindOps *ops, uint64_t max_span)
+{
+	static const double fprs[] = {0.01, 1e-4, 1e-7};
+	uint64_t	bad = 0,
+				disagree = 0,
+				probes = 0;
+	size_t		i;
+
+	for (i = 0; i < sizeof(fprs) / sizeof(fprs[0]); i++)
+	{
+		uint64_t	n = 5000 + 1000 * i;
+		uint64_t   *h = static_keys(n);
+		AmqFilter	f;
+		uint64_t	j;
+
+		if (static_make(ops, &f, h, n, fprs[i], 7, NULL) != AMQ_OK)
+		{
+			bad++;
+			free(h);
+			continue;
+		}
+		for (j = 0; j < 2 * n; j++)
+		{
+			uint64_t	k = (j & 1) ? key_in(j / 2) : key_out(j);
+			uint64_t	off;
+			uint32_t	len;
+
+			ops->probe_span(&f, k, &off, &len);
+			probes++;
+			if (len == 0 || len > max_span || off + len > f.payload_len)
+			{
+				bad++;
+				continue;
+			}
+			if (ops->contains_span(&f, k, f.payload + off) != ops->contains(&f, k))
+				disagree++;
+		}
+		free_filter(&f);
+		free(h);
+	}
+	check(bad == 0, kname(ops, ": probe_span gives a short span inside the payload"),
+		  "%llu bad of %llu", (unsigned long long) bad, (unsigned long long) probes);
+	check(disagree == 0, kname(ops, ": contains_span agrees with contains"),
+		  "%llu disagree of %llu", (unsigned long long) disagree,
+		  (unsigned long long) probes);
 }
 
 /*

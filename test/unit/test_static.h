@@ -56,6 +56,7 @@ extern AmqStatus static_make(const AmqKindOps *ops, AmqFilter *f,
 							 uint64_t seed, StaticTestAlloc *counts);
 extern uint64_t static_count_missing(const AmqKindOps *ops, const AmqFilter *f,
 									 const uint64_t *hashes, uint64_t n);
+extern void static_test_span(const AmqKindOps *ops, uint64_t max_span);
 extern uint64_t static_count_fp(const AmqKindOps *ops, const AmqFilter *f,
 								uint64_t nprobe);
 
