@@ -16,3 +16,13 @@
 #include "fmgr.h"
 
 PG_MODULE_MAGIC;
+
+#include "amqidx.h"
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	AmqIdxInit();
+}

@@ -1,0 +1,227 @@
+/*-------------------------------------------------------------------------
+ *
+ * amqidx.c
+ *	  The amq index access method: handler, options and cost estimate (the
+ *	  design is described in amqidx.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "compat.h"
+
+#include <math.h>
+
+#include "access/reloptions.h"
+#include "commands/progress.h"
+#include "commands/vacuum.h"
+#include "optimizer/optimizer.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/selfuncs.h"
+#include "utils/spccache.h"
+
+#include "amqidx.h"
+
+static relopt_kind amqidx_relopt_kind;
+
+void
+AmqIdxInit(void)
+{
+	amqidx_relopt_kind = add_reloption_kind();
+	add_int_reloption(amqidx_relopt_kind, "pages_per_range",
+					  "Number of heap pages summarized by one set of filters",
+					  AMQIDX_DEFAULT_PAGES_PER_RANGE, 1,
+					  AMQIDX_MAX_PAGES_PER_RANGE, AccessExclusiveLock);
+	add_real_reloption(amqidx_relopt_kind, "fpr",
+					   "False-positive rate of each range's filters (0: automatic)",
+					   0.0, 0.0, AMQ_FPR_MAX, AccessExclusiveLock);
+}
+
+static bytea *
+amqidxoptions(Datum reloptions, bool validate)
+{
+	static const relopt_parse_elt tab[] = {
+		{"pages_per_range", RELOPT_TYPE_INT, offsetof(AmqIdxOptions, pages_per_range)},
+		{"fpr", RELOPT_TYPE_REAL, offsetof(AmqIdxOptions, fpr)},
+	};
+
+	return (bytea *) build_reloptions(reloptions, validate, amqidx_relopt_kind,
+									  sizeof(AmqIdxOptions), tab, lengthof(tab));
+}
+
+int
+AmqIdxPagesPerRange(Relation index)
+{
+	AmqIdxOptions *opts = (AmqIdxOptions *) index->rd_options;
+
+	return opts ? opts->pages_per_range : AMQIDX_DEFAULT_PAGES_PER_RANGE;
+}
+
+double
+AmqIdxFprOption(Relation index)
+{
+	AmqIdxOptions *opts = (AmqIdxOptions *) index->rd_options;
+
+	return opts ? opts->fpr : 0.0;
+}
+
+/*
+ * The fpr of a range's filters.  A lookup probes every range, so the
+ * automatic rate aims at AMQIDX_AUTO_FALSE_RANGES false ranges per lookup
+ * over the whole index.
+ */
+double
+AmqIdxEffectiveFpr(double fpr_option, uint64 nranges)
+{
+	double		fpr;
+
+	if (fpr_option > 0.0)
+		return fpr_option;
+	fpr = AMQIDX_AUTO_FALSE_RANGES / (double) Max(nranges, 1);
+	return Max(Min(fpr, AMQIDX_AUTO_FPR_MAX), AMQIDX_AUTO_FPR_MIN);
+}
+
+static char *
+amqidxbuildphasename(int64 phase)
+{
+	switch (phase)
+	{
+		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
+			return "initializing";
+		case AMQIDX_PHASE_BUILD:
+			return "building range filters";
+		case AMQIDX_PHASE_LOG:
+			return "logging index pages";
+		default:
+			return NULL;
+	}
+}
+
+/* the keys each range is probed with: one, or an array's elements */
+static double
+probes_per_range(PlannerInfo *root, List *indexclauses)
+{
+	double		probes = 0;
+	ListCell   *lc;
+
+	foreach(lc, indexclauses)
+	{
+		IndexClause *iclause = lfirst_node(IndexClause, lc);
+		ListCell   *lc2;
+
+		foreach(lc2, iclause->indexquals)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
+
+			if (IsA(rinfo->clause, ScalarArrayOpExpr))
+				probes += estimate_array_length(lsecond(((ScalarArrayOpExpr *) rinfo->clause)->args));
+			else
+				probes += 1;
+		}
+	}
+	return Max(probes, 1);
+}
+
+/*
+ * A scan probes every range and reads the heap pages of the ranges that
+ * may match.  Matching rows are assumed spread over the ranges as in an
+ * unclustered table (each in a range of its own, as far as there are
+ * ranges); the filters add fpr of the others.  The selectivity returned is
+ * the fraction of ranges read, as for BRIN.
+ */
+static void
+amqidxcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+				   Cost *indexStartupCost, Cost *indexTotalCost,
+				   Selectivity *indexSelectivity, double *indexCorrelation,
+				   double *indexPages)
+{
+	IndexOptInfo *index = path->indexinfo;
+	List	   *quals = get_quals_from_indexclauses(path->indexclauses);
+	Relation	irel;
+	int			ppr;
+	double		fpr_option;
+	double		nranges;
+	double		fpr;
+	double		rows;
+	double		hit;
+	Selectivity qualsel;
+	double		spc_seq_page_cost;
+
+	irel = index_open(index->indexoid, NoLock);
+	ppr = AmqIdxPagesPerRange(irel);
+	fpr_option = AmqIdxFprOption(irel);
+	index_close(irel, NoLock);
+
+	nranges = Max(ceil(index->rel->pages / (double) ppr), 1.0);
+	fpr = AmqIdxEffectiveFpr(fpr_option, (uint64) nranges);
+	qualsel = clauselist_selectivity(root, quals, index->rel->relid,
+									 JOIN_INNER, NULL);
+	rows = qualsel * index->rel->tuples;
+	if (nranges > 1)
+		hit = nranges * (1.0 - pow(1.0 - 1.0 / nranges, rows));
+	else
+		hit = (rows > 0) ? 1.0 : 0.0;
+	hit += (nranges - hit) * fpr;
+	*indexSelectivity = Min(Max(hit / nranges, 0.0), 1.0);
+
+	get_tablespace_page_costs(index->reltablespace, NULL, &spc_seq_page_cost);
+	*indexPages = index->pages;
+	*indexStartupCost = spc_seq_page_cost * index->pages * loop_count +
+		cpu_operator_cost * nranges * probes_per_range(root, path->indexclauses) *
+		loop_count;
+	/* a bitmap is complete before the first row comes back */
+	*indexTotalCost = *indexStartupCost;
+	*indexCorrelation = 0;
+}
+
+PG_FUNCTION_INFO_V1(amqidxhandler);
+Datum
+amqidxhandler(PG_FUNCTION_ARGS)
+{
+	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
+
+	amroutine->amstrategies = AMQIDX_NSTRATEGIES;
+	amroutine->amsupport = AMQIDX_NPROC;
+	amroutine->amoptsprocnum = 0;
+	amroutine->amcanorder = false;
+	amroutine->amcanorderbyop = false;
+	amroutine->amcanbackward = false;
+	amroutine->amcanunique = false;
+	amroutine->amcanmulticol = true;
+	amroutine->amoptionalkey = true;
+	amroutine->amsearcharray = true;
+	amroutine->amsearchnulls = false;
+	amroutine->amstorage = false;
+	amroutine->amclusterable = false;
+	amroutine->ampredlocks = false;
+	amroutine->amcanparallel = false;
+	amroutine->amcaninclude = false;
+	amroutine->amusemaintenanceworkmem = false;
+	amroutine->amparallelvacuumoptions =
+		VACUUM_OPTION_PARALLEL_CLEANUP;
+	amroutine->amkeytype = InvalidOid;
+
+	amroutine->ambuild = amqidxbuild;
+	amroutine->ambuildempty = amqidxbuildempty;
+	amroutine->aminsert = amqidxinsert;
+	amroutine->ambulkdelete = amqidxbulkdelete;
+	amroutine->amvacuumcleanup = amqidxvacuumcleanup;
+	amroutine->amcanreturn = NULL;
+	amroutine->amcostestimate = amqidxcostestimate;
+	amroutine->amoptions = amqidxoptions;
+	amroutine->amproperty = NULL;
+	amroutine->ambuildphasename = amqidxbuildphasename;
+	amroutine->amvalidate = amqidxvalidate;
+	amroutine->amadjustmembers = NULL;
+	amroutine->ambeginscan = amqidxbeginscan;
+	amroutine->amrescan = amqidxrescan;
+	amroutine->amgettuple = NULL;
+	amroutine->amgetbitmap = amqidxgetbitmap;
+	amroutine->amendscan = amqidxendscan;
+	amroutine->ammarkpos = NULL;
+	amroutine->amrestrpos = NULL;
+	amroutine->amestimateparallelscan = NULL;
+	amroutine->aminitparallelscan = NULL;
+	amroutine->amparallelrescan = NULL;
+
+	PG_RETURN_POINTER(amroutine);
+}

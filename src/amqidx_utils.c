@@ -1,0 +1,583 @@
+/*-------------------------------------------------------------------------
+ *
+ * amqidx_utils.c
+ *	  The amq index's pages and blobs: page and metapage layout, reading
+ *	  and appending blobs in the stream of data pages, range records, key
+ *	  hashing and the filters the index stores (see amqidx.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "compat.h"
+
+#include "access/genam.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "amqfilter.h"
+#include "amqidx.h"
+#include "kind_blocked.h"
+
+/* ---- pages ---- */
+
+/* A page of the index: all content, no free space hole. */
+void
+AmqIdxInitPage(Page page, uint16 type)
+{
+	AmqIdxPageOpaque opaque;
+
+	PageInit(page, BLCKSZ, sizeof(AmqIdxPageOpaqueData));
+	((PageHeader) page)->pd_lower = ((PageHeader) page)->pd_upper;
+	opaque = AmqIdxPageGetOpaque(page);
+	opaque->type = type;
+	opaque->flags = 0;
+	opaque->unused = 0;
+	opaque->page_id = AMQIDX_PAGE_ID;
+}
+
+void
+AmqIdxInitMetaPage(Page page, int pages_per_range, double fpr, int natts)
+{
+	AmqIdxMetaPage meta;
+
+	AmqIdxInitPage(page, AMQIDX_PAGE_META);
+	meta = AmqIdxPageGetMeta(page);
+	meta->magic = AMQIDX_MAGIC;
+	meta->version = AMQIDX_VERSION;
+	meta->pages_per_range = pages_per_range;
+	meta->natts = natts;
+	meta->flags = 0;
+	meta->fpr_option = fpr;
+	meta->nranges = 0;
+	meta->ndirpages = 0;
+	meta->stream_end.blk = InvalidBlockNumber;
+	meta->stream_end.off = 0;
+	meta->sealed_keys = 0;
+	meta->sealed_ranges = 0;
+}
+
+static void
+page_corrupted(Relation index, BlockNumber blk, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("amq index \"%s\" is corrupted", RelationGetRelationName(index)),
+			 errdetail("Block %u: %s.", blk, what),
+			 errhint("REINDEX it.")));
+}
+
+void
+AmqIdxCheckPage(Relation index, Page page, BlockNumber blk, uint16 type)
+{
+	AmqIdxPageOpaque opaque;
+
+	if (PageIsNew(page))
+		page_corrupted(index, blk, "the page is uninitialized");
+	if (((PageHeader) page)->pd_special != AMQIDX_CONTENT_END)
+		page_corrupted(index, blk, "the page has a foreign layout");
+	opaque = AmqIdxPageGetOpaque(page);
+	if (opaque->page_id != AMQIDX_PAGE_ID)
+		page_corrupted(index, blk, "the page is not an amq index page");
+	if (opaque->type != type)
+		page_corrupted(index, blk, "the page has an unexpected type");
+}
+
+AmqIdxMetaPage
+AmqIdxCheckMetaPage(Relation index, Page page)
+{
+	AmqIdxMetaPage meta;
+
+	AmqIdxCheckPage(index, page, AMQIDX_METAPAGE_BLKNO, AMQIDX_PAGE_META);
+	meta = AmqIdxPageGetMeta(page);
+	if (meta->magic != AMQIDX_MAGIC)
+		page_corrupted(index, AMQIDX_METAPAGE_BLKNO, "bad magic number");
+	if (meta->version != AMQIDX_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("amq index \"%s\" has version %u, this bloomamq reads version %d",
+						RelationGetRelationName(index), meta->version,
+						AMQIDX_VERSION),
+				 errhint("REINDEX it.")));
+	if (meta->ndirpages > AMQIDX_MAX_DIRPAGES ||
+		meta->nranges > meta->ndirpages * AMQIDX_DIR_PER_PAGE ||
+		meta->natts != IndexRelationGetNumberOfKeyAttributes(index))
+		page_corrupted(index, AMQIDX_METAPAGE_BLKNO, "inconsistent metapage");
+	return meta;
+}
+
+/* A new, exclusively locked page at the end of the fork. */
+BlockNumber
+AmqIdxNewBuffer(Relation index, ForkNumber fork, Buffer *buf)
+{
+	LockRelationForExtension(index, ExclusiveLock);
+	*buf = ReadBufferExtended(index, fork, P_NEW, RBM_NORMAL, NULL);
+	UnlockRelationForExtension(index, ExclusiveLock);
+	LockBuffer(*buf, BUFFER_LOCK_EXCLUSIVE);
+	return BufferGetBlockNumber(*buf);
+}
+
+/* The address delta bytes further on in the stream. */
+AmqIdxAddr
+AmqIdxAddrAdd(AmqIdxAddr a, uint64 delta)
+{
+	uint64		pos = (uint64) a.off + delta;
+
+	a.blk += (uint32) (pos / AMQIDX_CONTENT);
+	a.off = (uint32) (pos % AMQIDX_CONTENT);
+	return a;
+}
+
+/* ---- reading ---- */
+
+void
+AmqIdxReaderInit(AmqIdxReader *r, Relation index)
+{
+	r->index = index;
+	r->buf = InvalidBuffer;
+	r->blk = InvalidBlockNumber;
+	r->locked = false;
+	r->scratch = NULL;
+	r->scratch_len = 0;
+	r->mcxt = CurrentMemoryContext;
+}
+
+void
+AmqIdxReaderUnlock(AmqIdxReader *r)
+{
+	if (r->locked)
+	{
+		LockBuffer(r->buf, BUFFER_LOCK_UNLOCK);
+		r->locked = false;
+	}
+}
+
+void
+AmqIdxReaderRelease(AmqIdxReader *r)
+{
+	AmqIdxReaderUnlock(r);
+	if (BufferIsValid(r->buf))
+		ReleaseBuffer(r->buf);
+	r->buf = InvalidBuffer;
+	r->blk = InvalidBlockNumber;
+}
+
+/* The content of data page blk, share-locked. */
+static const char *
+reader_page(AmqIdxReader *r, BlockNumber blk)
+{
+	if (blk != r->blk)
+	{
+		AmqIdxReaderRelease(r);
+		if (blk == InvalidBlockNumber || blk == AMQIDX_METAPAGE_BLKNO ||
+			blk >= RelationGetNumberOfBlocks(r->index))
+			page_corrupted(r->index, blk, "a blob address points outside the index");
+		r->buf = ReadBuffer(r->index, blk);
+		r->blk = blk;
+		LockBuffer(r->buf, BUFFER_LOCK_SHARE);
+		r->locked = true;
+		AmqIdxCheckPage(r->index, BufferGetPage(r->buf), blk, AMQIDX_PAGE_DATA);
+	}
+	else if (!r->locked)
+	{
+		LockBuffer(r->buf, BUFFER_LOCK_SHARE);
+		r->locked = true;
+	}
+	return AmqIdxPageContent(BufferGetPage(r->buf));
+}
+
+/*
+ * len bytes at a + delta: a pointer into the page when they lie in one,
+ * else a copy in the reader's scratch.  Good until the next read.
+ */
+const uint8 *
+AmqIdxRead(AmqIdxReader *r, AmqIdxAddr a, uint64 delta, uint32 len)
+{
+	AmqIdxAddr	p = AmqIdxAddrAdd(a, delta);
+	uint32		done = 0;
+
+	if (p.off + len <= AMQIDX_CONTENT)
+		return (const uint8 *) reader_page(r, p.blk) + p.off;
+
+	if (r->scratch_len < len)
+	{
+		MemoryContext old = MemoryContextSwitchTo(r->mcxt);
+
+		if (r->scratch)
+			pfree(r->scratch);
+		r->scratch = palloc(Max(len, 1024));
+		r->scratch_len = Max(len, 1024);
+		MemoryContextSwitchTo(old);
+	}
+	while (done < len)
+	{
+		uint32		n = Min(len - done, AMQIDX_CONTENT - p.off);
+
+		memcpy(r->scratch + done, reader_page(r, p.blk) + p.off, n);
+		done += n;
+		p.blk++;
+		p.off = 0;
+	}
+	return r->scratch;
+}
+
+/* Read a range record. */
+void
+AmqIdxReadRange(AmqIdxReader *r, AmqIdxAddr a, AmqIdxRange *rg)
+{
+	AmqIdxRangeDisk hdr;
+	AmqIdxColumnDisk cols[INDEX_MAX_KEYS];
+	int			natts = IndexRelationGetNumberOfKeyAttributes(r->index);
+	uint64		pos;
+	int			total = 0;
+
+	memcpy(&hdr, AmqIdxRead(r, a, 0, sizeof(hdr)), sizeof(hdr));
+	if (hdr.natts != natts || (hdr.flags & ~AMQIDX_RANGE_FLAGS) != 0)
+		page_corrupted(r->index, a.blk, "a range record is malformed");
+	memcpy(cols, AmqIdxRead(r, a, sizeof(hdr), natts * sizeof(AmqIdxColumnDisk)),
+		   natts * sizeof(AmqIdxColumnDisk));
+	pos = sizeof(hdr) + natts * sizeof(AmqIdxColumnDisk);
+
+	rg->range = hdr.range;
+	rg->natts = hdr.natts;
+	rg->flags = hdr.flags;
+	for (int i = 0; i < natts; i++)
+	{
+		if (cols[i].nsegs > AMQIDX_MAX_SEGS)
+			page_corrupted(r->index, a.blk, "a range record is malformed");
+		total += cols[i].nsegs;
+	}
+	for (int i = 0; i < natts; i++)
+	{
+		rg->sealed[i] = cols[i].sealed;
+		rg->nsegs[i] = cols[i].nsegs;
+		rg->segs[i] = palloc(sizeof(AmqIdxSeg) * Max(cols[i].nsegs, 1));
+		if (cols[i].nsegs > 0)
+			memcpy(rg->segs[i],
+				   AmqIdxRead(r, a, pos, cols[i].nsegs * sizeof(AmqIdxSeg)),
+				   cols[i].nsegs * sizeof(AmqIdxSeg));
+		pos += cols[i].nsegs * sizeof(AmqIdxSeg);
+	}
+	(void) total;
+}
+
+/*
+ * Read and check a filter's header.  Pages are trusted as far as
+ * PostgreSQL trusts them, but a bad header would send a probe outside the
+ * filter, so its geometry is checked as any stored filter's is.
+ */
+void
+AmqIdxReadFilter(AmqIdxReader *r, AmqIdxAddr a, AmqIdxFilter *f)
+{
+	uint8		hdr[AMQ_HEADER_SIZE];
+
+	memcpy(hdr, AmqIdxRead(r, a, 0, AMQ_HEADER_SIZE), AMQ_HEADER_SIZE);
+	if (amq_load32(hdr) != AMQ_MAGIC || hdr[4] != AMQ_FORMAT_VERSION)
+		page_corrupted(r->index, a.blk, "a filter header is malformed");
+	amq_parse_trusted(hdr, AMQ_HEADER_SIZE, &f->f);
+	f->f.payload = NULL;
+	f->ops = amq_kind_ops(f->f.kind);
+	if (f->ops == NULL || f->ops->probe_span == NULL ||
+		f->f.payload_len > AMQ_MAX_PAYLOAD || f->ops->check(&f->f) != AMQ_OK)
+		page_corrupted(r->index, a.blk, "a filter header is malformed");
+	f->payload = AmqIdxAddrAdd(a, AMQ_HEADER_SIZE);
+}
+
+/* Probe a filter in the pages: read only the span the probe needs. */
+bool
+AmqIdxFilterContains(AmqIdxReader *r, const AmqIdxFilter *f, uint64 hash)
+{
+	uint64		off;
+	uint32		len;
+
+	if (f->f.nkeys == 0)
+		return false;
+	f->ops->probe_span(&f->f, hash, &off, &len);
+	if (off + len > f->f.payload_len)
+		page_corrupted(r->index, f->payload.blk, "a probe falls outside its filter");
+	return f->ops->contains_span(&f->f, hash, AmqIdxRead(r, f->payload, off, len));
+}
+
+/* ---- writing ---- */
+
+void
+AmqIdxWriterInit(AmqIdxWriter *w, Relation index, bool wal, AmqIdxAddr end,
+				 ForkNumber fork)
+{
+	w->index = index;
+	w->wal = wal;
+	w->end = end;
+	w->fork = fork;
+}
+
+/* Copy n bytes into a page of the stream, logged or not. */
+static void
+write_page(AmqIdxWriter *w, Buffer buf, bool is_new, uint32 off,
+		   const uint8 *data, uint32 n)
+{
+	if (w->wal)
+	{
+		GenericXLogState *state = GenericXLogStart(w->index);
+		Page		page = GenericXLogRegisterBuffer(state, buf,
+													 is_new ? GENERIC_XLOG_FULL_IMAGE : 0);
+
+		if (is_new)
+			AmqIdxInitPage(page, AMQIDX_PAGE_DATA);
+		memcpy(AmqIdxPageContent(page) + off, data, n);
+		GenericXLogFinish(state);
+	}
+	else
+	{
+		Page		page = BufferGetPage(buf);
+
+		START_CRIT_SECTION();
+		if (is_new)
+			AmqIdxInitPage(page, AMQIDX_PAGE_DATA);
+		memcpy(AmqIdxPageContent(page) + off, data, n);
+		MarkBufferDirty(buf);
+		END_CRIT_SECTION();
+	}
+}
+
+/*
+ * Append a blob at the stream's end and return its address.  A blob
+ * continues on the next block, so it only goes on past the current last
+ * page if that page is the fork's last block; otherwise it starts on a new
+ * one.  A block-aligned blob is a filter whose header stays in one page
+ * and whose payload starts at a multiple of 32 bytes, so a split block
+ * Bloom filter's 32-byte blocks never straddle two pages (inserts set them
+ * in place).
+ */
+AmqIdxAddr
+AmqIdxAppend(AmqIdxWriter *w, const uint8 *data, Size len, bool block_aligned)
+{
+	AmqIdxAddr	start = w->end;
+	BlockNumber nblocks = RelationGetNumberOfBlocksInFork(w->index, w->fork);
+	Size		done = 0;
+	bool		fresh;
+
+	if (start.blk != InvalidBlockNumber && block_aligned)
+	{
+		/* (off + header) % 32 == 0, header in the page */
+		uint32		pad = (uint32) ((32 - (start.off + AMQ_HEADER_SIZE) % 32) % 32);
+
+		start.off += pad;
+		if (start.off + AMQ_HEADER_SIZE > AMQIDX_CONTENT)
+			start.blk = InvalidBlockNumber;
+	}
+	/* a blob that cannot continue past this page starts on a new one */
+	if (start.blk != InvalidBlockNumber &&
+		(start.off >= AMQIDX_CONTENT ||
+		 (start.off + len > AMQIDX_CONTENT && start.blk + 1 != nblocks)))
+		start.blk = InvalidBlockNumber;
+
+	fresh = (start.blk == InvalidBlockNumber);
+	if (fresh && block_aligned)
+		start.off = (uint32) ((32 - AMQ_HEADER_SIZE % 32) % 32);
+	else if (fresh)
+		start.off = 0;
+
+	{
+		AmqIdxAddr	p = start;
+		bool		is_new = fresh;
+
+		while (done < len)
+		{
+			Buffer		buf;
+			uint32		n = (uint32) Min(len - done, (Size) (AMQIDX_CONTENT - p.off));
+
+			if (is_new)
+			{
+				BlockNumber blk = AmqIdxNewBuffer(w->index, w->fork, &buf);
+
+				if (p.blk == InvalidBlockNumber)
+				{
+					p.blk = blk;
+					start.blk = blk;
+				}
+				else if (blk != p.blk)
+					elog(ERROR, "amq index \"%s\" was extended concurrently",
+						 RelationGetRelationName(w->index));
+			}
+			else
+			{
+				buf = ReadBufferExtended(w->index, w->fork, p.blk, RBM_NORMAL, NULL);
+				LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+				AmqIdxCheckPage(w->index, BufferGetPage(buf), p.blk, AMQIDX_PAGE_DATA);
+			}
+			write_page(w, buf, is_new, p.off, data + done, n);
+			UnlockReleaseBuffer(buf);
+			done += n;
+			if (p.off + n == AMQIDX_CONTENT)
+			{
+				p.blk++;
+				p.off = 0;
+				is_new = true;
+			}
+			else
+				p.off += n;
+		}
+		w->end = p;
+		/* the next blob may only continue this page if it is the last one */
+		if (p.off == 0)
+			w->end.blk = p.blk - 1, w->end.off = AMQIDX_CONTENT;
+	}
+	return start;
+}
+
+/* ---- range records ---- */
+
+Size
+AmqIdxRangeSize(const AmqIdxRange *rg)
+{
+	Size		size = sizeof(AmqIdxRangeDisk) + rg->natts * sizeof(AmqIdxColumnDisk);
+
+	for (int i = 0; i < rg->natts; i++)
+		size += rg->nsegs[i] * sizeof(AmqIdxSeg);
+	return size;
+}
+
+void
+AmqIdxRangeSerialize(const AmqIdxRange *rg, uint8 *out)
+{
+	AmqIdxRangeDisk hdr;
+	Size		pos;
+
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.range = rg->range;
+	hdr.natts = rg->natts;
+	hdr.flags = rg->flags;
+	memcpy(out, &hdr, sizeof(hdr));
+	pos = sizeof(hdr);
+	for (int i = 0; i < rg->natts; i++)
+	{
+		AmqIdxColumnDisk col;
+
+		if (rg->nsegs[i] > AMQIDX_MAX_SEGS)
+			elog(ERROR, "amq index range %u has too many segments", rg->range);
+		memset(&col, 0, sizeof(col));
+		col.sealed = rg->sealed[i];
+		col.nsegs = (uint16) rg->nsegs[i];
+		memcpy(out + pos, &col, sizeof(col));
+		pos += sizeof(col);
+	}
+	for (int i = 0; i < rg->natts; i++)
+	{
+		memcpy(out + pos, rg->segs[i], rg->nsegs[i] * sizeof(AmqIdxSeg));
+		pos += rg->nsegs[i] * sizeof(AmqIdxSeg);
+	}
+}
+
+AmqIdxAddr
+AmqIdxAppendRange(AmqIdxWriter *w, const AmqIdxRange *rg)
+{
+	Size		size = AmqIdxRangeSize(rg);
+	uint8	   *buf = palloc(size);
+	AmqIdxAddr	a;
+
+	AmqIdxRangeSerialize(rg, buf);
+	a = AmqIdxAppend(w, buf, size, false);
+	pfree(buf);
+	return a;
+}
+
+/* ---- keys and filters ---- */
+
+/*
+ * Keys are hashed by the opclass's support function 1.  When that is
+ * amq_hash, the canonical hash of hashing.c is computed inline, for the
+ * key's own type: an int4 column probed with an int8 value hashes it as
+ * int8, which gives the same hash for the same number.
+ */
+void
+AmqIdxHasherInit(AmqIdxHasher *h, Relation index, int attno, Oid keytype)
+{
+	FmgrInfo   *proc;
+	FmgrInfo	other;
+
+	if (keytype == index->rd_opcintype[attno] ||
+		keytype == TupleDescAttr(RelationGetDescr(index), attno)->atttypid)
+		proc = index_getprocinfo(index, attno + 1, AMQIDX_HASH_PROC);
+	else
+	{
+		/* a probe value of another type of the family: its own function */
+		Oid			procoid = get_opfamily_proc(index->rd_opfamily[attno], keytype,
+												keytype, AMQIDX_HASH_PROC);
+
+		if (!OidIsValid(procoid))
+			elog(ERROR, "missing support function %d(%u,%u) in opfamily %u",
+				 AMQIDX_HASH_PROC, keytype, keytype, index->rd_opfamily[attno]);
+		fmgr_info(procoid, &other);
+		proc = &other;
+	}
+
+	memset(h, 0, sizeof(*h));
+	h->collation = index->rd_indcollation[attno];
+	h->internal = (proc->fn_addr == amq_hash);
+	if (h->internal)
+		AmqHasherInit(&h->canon, keytype, h->collation, CurrentMemoryContext);
+	else
+		fmgr_info_copy(&h->proc, proc, CurrentMemoryContext);
+}
+
+uint64
+AmqIdxHash(AmqIdxHasher *h, Datum value)
+{
+	if (h->internal)
+		return AmqHashDatum(&h->canon, value);
+	return (uint64) DatumGetInt64(FunctionCall1Coll(&h->proc, h->collation, value));
+}
+
+static void
+set_keyinfo(AmqFilter *f, const AmqIdxHasher *h)
+{
+	if (h->internal)
+	{
+		f->key_family = h->canon.family;
+		f->hash_scheme = h->canon.scheme;
+		f->key_type = h->canon.key_type;
+	}
+	else
+	{
+		f->key_family = AMQ_FAMILY_OTHER;
+		f->hash_scheme = AMQ_HASH_TYPE;
+		f->key_type = 0;
+	}
+}
+
+/*
+ * The sealed filter of n key hashes (sorted and deduplicated here): the
+ * static kind with the fewest bits per key at this fpr.
+ */
+struct varlena *
+AmqIdxBuildSealed(uint64 *hashes, Size n, double fpr, const AmqIdxHasher *h)
+{
+	AmqFilter	keyinfo;
+	const AmqKindOps *ops;
+	bool		parquet;
+	uint64	   *scratch = palloc_extended(sizeof(uint64) * Max(n, 1),
+										  MCXT_ALLOC_HUGE);
+
+	n = amq_sort_unique(hashes, n, scratch);
+	pfree(scratch);
+	memset(&keyinfo, 0, sizeof(keyinfo));
+	set_keyinfo(&keyinfo, h);
+	ops = AmqResolveKind("auto", true, fpr, &parquet);
+	return (struct varlena *) DatumGetPointer(AmqBuildFromHashes(ops->id, fpr, &keyinfo,
+																 hashes, n, 0));
+}
+
+/* An empty dynamic segment for capacity keys. */
+struct varlena *
+AmqIdxNewSegment(uint32 capacity, double fpr, const AmqIdxHasher *h)
+{
+	AmqFilter	f;
+	struct varlena *v;
+
+	AmqPlanOrError(&f, AMQ_KIND_BLOCKED, capacity, fpr);
+	set_keyinfo(&f, h);
+	v = AmqFilterAlloc(&f);
+	AmqFilterFinish(v, &f);
+	return v;
+}
