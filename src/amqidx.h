@@ -171,6 +171,8 @@ typedef struct AmqIdxColumnDisk
 	AmqIdxSeg	sealed;			/* addr.blk invalid: no keys when sealed */
 	uint16		nsegs;
 	uint16		unused;
+	/* a copy of the sealed filter's header, so a probe reads one page less */
+	uint8		sealed_header[AMQ_HEADER_SIZE];
 } AmqIdxColumnDisk;
 
 /* A range record in memory. */
@@ -180,6 +182,7 @@ typedef struct AmqIdxRange
 	uint16		natts;
 	uint16		flags;
 	AmqIdxSeg	sealed[INDEX_MAX_KEYS];
+	uint8		sealed_header[INDEX_MAX_KEYS][AMQ_HEADER_SIZE];
 	int			nsegs[INDEX_MAX_KEYS];
 	AmqIdxSeg  *segs[INDEX_MAX_KEYS];
 } AmqIdxRange;
@@ -216,6 +219,7 @@ typedef struct AmqIdxReader
 	Buffer		buf;
 	BlockNumber blk;
 	bool		locked;
+	BlockNumber nblocks;		/* of the index, as last asked */
 	uint8	   *scratch;		/* for bytes that straddle pages */
 	uint32		scratch_len;
 	MemoryContext mcxt;			/* of the scratch */
@@ -264,6 +268,8 @@ extern void AmqIdxReaderUnlock(AmqIdxReader *r);
 extern void AmqIdxReaderRelease(AmqIdxReader *r);
 extern void AmqIdxReadRange(AmqIdxReader *r, AmqIdxAddr a, AmqIdxRange *rg);
 extern void AmqIdxReadFilter(AmqIdxReader *r, AmqIdxAddr a, AmqIdxFilter *f);
+extern void AmqIdxSealedFilter(AmqIdxReader *r, const AmqIdxRange *rg, int att,
+							   AmqIdxFilter *f);
 extern bool AmqIdxFilterContains(AmqIdxReader *r, const AmqIdxFilter *f,
 								 uint64 hash);
 
@@ -274,6 +280,8 @@ extern AmqIdxAddr AmqIdxAppend(AmqIdxWriter *w, const uint8 *data, Size len,
 extern Size AmqIdxRangeSize(const AmqIdxRange *rg);
 extern void AmqIdxRangeSerialize(const AmqIdxRange *rg, uint8 *out);
 extern AmqIdxAddr AmqIdxAppendRange(AmqIdxWriter *w, const AmqIdxRange *rg);
+extern void AmqIdxSetSealed(AmqIdxRange *rg, int att, AmqIdxAddr a,
+							const struct varlena *filter);
 extern BlockNumber AmqIdxNewBuffer(Relation index, ForkNumber fork,
 								   Buffer *buf);
 

@@ -38,6 +38,8 @@ typedef struct AmqIdxCollect
 	MemoryContext cxt;			/* of the arrays */
 } AmqIdxCollect;
 
+#define AMQIDX_PENDING_MAX		8192
+
 typedef struct AmqIdxBuildState
 {
 	Relation	index;
@@ -56,6 +58,12 @@ typedef struct AmqIdxBuildState
 	uint32		dircap;
 	uint64		sealed_keys;
 	uint64		sealed_ranges;
+	/* range records waiting to be written */
+	uint8	   *pending;
+	Size		pending_len;
+	int			npending;
+	uint32		pending_range[AMQIDX_PENDING_MAX];
+	Size		pending_off[AMQIDX_PENDING_MAX];
 } AmqIdxBuildState;
 
 static void
@@ -126,6 +134,42 @@ dir_set(AmqIdxBuildState *st, uint32 range, AmqIdxAddr a)
 	st->dir[range] = a;
 }
 
+/*
+ * Range records are written in batches after their ranges' filters, so
+ * that a scan finds many records on one page: it reads the record and the
+ * span of the filter a probe needs, and nothing else.
+ */
+#define AMQIDX_PENDING_BYTES	(1024 * 1024)
+
+static void
+pending_flush(AmqIdxBuildState *st)
+{
+	AmqIdxAddr	a;
+
+	if (st->pending_len == 0)
+		return;
+	a = AmqIdxAppend(&st->writer, st->pending, st->pending_len, false);
+	for (int i = 0; i < st->npending; i++)
+		dir_set(st, st->pending_range[i], AmqIdxAddrAdd(a, st->pending_off[i]));
+	st->pending_len = 0;
+	st->npending = 0;
+}
+
+static void
+pending_add(AmqIdxBuildState *st, const AmqIdxRange *rg)
+{
+	Size		size = AmqIdxRangeSize(rg);
+
+	if (st->pending_len + size > AMQIDX_PENDING_BYTES ||
+		st->npending == AMQIDX_PENDING_MAX)
+		pending_flush(st);
+	AmqIdxRangeSerialize(rg, st->pending + st->pending_len);
+	st->pending_range[st->npending] = rg->range;
+	st->pending_off[st->npending] = st->pending_len;
+	st->npending++;
+	st->pending_len += size;
+}
+
 /* A dynamic segment holding the given hashes, appended to the stream. */
 static AmqIdxSeg
 write_segment(AmqIdxWriter *w, uint64 *hashes, Size n, uint32 capacity,
@@ -174,13 +218,11 @@ flush_range(AmqIdxBuildState *st, bool seal)
 		{
 			struct varlena *v = AmqIdxBuildSealed(c->hashes[i], c->n[i],
 												  st->fpr, &st->hashers[i]);
-			AmqFilter	f;
 
-			AmqFilterDecode(v, &f);
-			rg.sealed[i].addr = AmqIdxAppend(&st->writer, (uint8 *) VARDATA(v),
-											 VARSIZE(v) - VARHDRSZ, false);
-			rg.sealed[i].capacity = (uint32) Min(f.nkeys, PG_UINT32_MAX);
-			st->sealed_keys += f.nkeys;
+			AmqIdxSetSealed(&rg, i, AmqIdxAppend(&st->writer, (uint8 *) VARDATA(v),
+												 VARSIZE(v) - VARHDRSZ, false),
+							v);
+			st->sealed_keys += rg.sealed[i].capacity;
 			st->sealed_ranges++;
 			pfree(v);
 		}
@@ -195,7 +237,7 @@ flush_range(AmqIdxBuildState *st, bool seal)
 			rg.nsegs[i] = 1;
 		}
 	}
-	dir_set(st, st->cur_range, AmqIdxAppendRange(&st->writer, &rg));
+	pending_add(st, &rg);
 	collect_reset(c);
 }
 
@@ -303,6 +345,7 @@ amqidxbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	collect_init(&st.keys, natts, st.hashers);
 	st.dircap = 1024;
 	st.dir = palloc(st.dircap * sizeof(AmqIdxAddr));
+	st.pending = palloc(AMQIDX_PENDING_BYTES);
 
 	/* block 0 is the metapage, written last */
 	if (AmqIdxNewBuffer(index, MAIN_FORKNUM, &metabuf) != AMQIDX_METAPAGE_BLKNO)
@@ -322,6 +365,7 @@ amqidxbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 
 		flush_range(&st, st.heap_nblocks >= end);
 	}
+	pending_flush(&st);
 	write_directory(&st, natts, fpr_option);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, AMQIDX_PHASE_LOG);

@@ -118,7 +118,7 @@ range_contains(AmqIdxReader *r, const AmqIdxRange *rg, int att, uint64 hash)
 
 	if (rg->sealed[att].addr.blk != InvalidBlockNumber)
 	{
-		AmqIdxReadFilter(r, rg->sealed[att].addr, &f);
+		AmqIdxSealedFilter(r, rg, att, &f);
 		if (AmqIdxFilterContains(r, &f, hash))
 			return true;
 	}

@@ -140,7 +140,7 @@ key_matches(AmqIdxReader *r, const AmqIdxRange *rg, const AmqIdxScanKey *key)
 	int			att = key->att;
 
 	if (rg->sealed[att].addr.blk != InvalidBlockNumber)
-		AmqIdxReadFilter(r, rg->sealed[att].addr, &filters[nf++]);
+		AmqIdxSealedFilter(r, rg, att, &filters[nf++]);
 	for (int s = 0; s < rg->nsegs[att]; s++)
 		AmqIdxReadFilter(r, rg->segs[att][s].addr, &filters[nf++]);
 
@@ -164,7 +164,8 @@ amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	BlockNumber *dirpages;
 	AmqIdxAddr *dir;
 	BlockNumber heap_nblocks;
-	AmqIdxReader r;
+	AmqIdxReader rrec;			/* records: many to a page */
+	AmqIdxReader r;				/* filters */
 	int64		npages = 0;
 	MemoryContext old;
 
@@ -204,6 +205,7 @@ amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		heap_nblocks = RelationGetNumberOfBlocks(heap);
 		table_close(heap, AccessShareLock);
 	}
+	AmqIdxReaderInit(&rrec, index);
 	AmqIdxReaderInit(&r, index);
 	for (uint32 range = 0; range < nranges; range++)
 	{
@@ -216,7 +218,8 @@ amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 			continue;
 
 		old = MemoryContextSwitchTo(so->rangecxt);
-		AmqIdxReadRange(&r, dir[range], &rg);
+		AmqIdxReadRange(&rrec, dir[range], &rg);
+		AmqIdxReaderUnlock(&rrec);
 		for (int k = 0; k < so->nkeys && match; k++)
 			match = key_matches(&r, &rg, &so->keys[k]);
 		AmqIdxReaderUnlock(&r);
@@ -232,6 +235,7 @@ amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 			npages += end - start;
 		}
 	}
+	AmqIdxReaderRelease(&rrec);
 	AmqIdxReaderRelease(&r);
 	pfree(dir);
 	pfree(dirpages);

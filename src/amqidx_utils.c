@@ -141,6 +141,7 @@ AmqIdxReaderInit(AmqIdxReader *r, Relation index)
 	r->scratch = NULL;
 	r->scratch_len = 0;
 	r->mcxt = CurrentMemoryContext;
+	r->nblocks = 0;
 }
 
 void
@@ -170,8 +171,11 @@ reader_page(AmqIdxReader *r, BlockNumber blk)
 	if (blk != r->blk)
 	{
 		AmqIdxReaderRelease(r);
+		/* the size is asked for (a system call) only past the last known */
+		if (blk >= r->nblocks)
+			r->nblocks = RelationGetNumberOfBlocks(r->index);
 		if (blk == InvalidBlockNumber || blk == AMQIDX_METAPAGE_BLKNO ||
-			blk >= RelationGetNumberOfBlocks(r->index))
+			blk >= r->nblocks)
 			page_corrupted(r->index, blk, "a blob address points outside the index");
 		r->buf = ReadBuffer(r->index, blk);
 		r->blk = blk;
@@ -251,6 +255,7 @@ AmqIdxReadRange(AmqIdxReader *r, AmqIdxAddr a, AmqIdxRange *rg)
 	for (int i = 0; i < natts; i++)
 	{
 		rg->sealed[i] = cols[i].sealed;
+		memcpy(rg->sealed_header[i], cols[i].sealed_header, AMQ_HEADER_SIZE);
 		rg->nsegs[i] = cols[i].nsegs;
 		rg->segs[i] = palloc(sizeof(AmqIdxSeg) * Max(cols[i].nsegs, 1));
 		if (cols[i].nsegs > 0)
@@ -267,12 +272,9 @@ AmqIdxReadRange(AmqIdxReader *r, AmqIdxAddr a, AmqIdxRange *rg)
  * PostgreSQL trusts them, but a bad header would send a probe outside the
  * filter, so its geometry is checked as any stored filter's is.
  */
-void
-AmqIdxReadFilter(AmqIdxReader *r, AmqIdxAddr a, AmqIdxFilter *f)
+static void
+decode_filter(AmqIdxReader *r, AmqIdxAddr a, const uint8 *hdr, AmqIdxFilter *f)
 {
-	uint8		hdr[AMQ_HEADER_SIZE];
-
-	memcpy(hdr, AmqIdxRead(r, a, 0, AMQ_HEADER_SIZE), AMQ_HEADER_SIZE);
 	if (amq_load32(hdr) != AMQ_MAGIC || hdr[4] != AMQ_FORMAT_VERSION)
 		page_corrupted(r->index, a.blk, "a filter header is malformed");
 	amq_parse_trusted(hdr, AMQ_HEADER_SIZE, &f->f);
@@ -282,6 +284,23 @@ AmqIdxReadFilter(AmqIdxReader *r, AmqIdxAddr a, AmqIdxFilter *f)
 		f->f.payload_len > AMQ_MAX_PAYLOAD || f->ops->check(&f->f) != AMQ_OK)
 		page_corrupted(r->index, a.blk, "a filter header is malformed");
 	f->payload = AmqIdxAddrAdd(a, AMQ_HEADER_SIZE);
+}
+
+void
+AmqIdxReadFilter(AmqIdxReader *r, AmqIdxAddr a, AmqIdxFilter *f)
+{
+	uint8		hdr[AMQ_HEADER_SIZE];
+
+	memcpy(hdr, AmqIdxRead(r, a, 0, AMQ_HEADER_SIZE), AMQ_HEADER_SIZE);
+	decode_filter(r, a, hdr, f);
+}
+
+/* A sealed filter, from the header copy in its range record. */
+void
+AmqIdxSealedFilter(AmqIdxReader *r, const AmqIdxRange *rg, int att,
+				   AmqIdxFilter *f)
+{
+	decode_filter(r, rg->sealed[att].addr, rg->sealed_header[att], f);
 }
 
 /* Probe a filter in the pages: read only the span the probe needs. */
@@ -459,6 +478,8 @@ AmqIdxRangeSerialize(const AmqIdxRange *rg, uint8 *out)
 		memset(&col, 0, sizeof(col));
 		col.sealed = rg->sealed[i];
 		col.nsegs = (uint16) rg->nsegs[i];
+		if (rg->sealed[i].addr.blk != InvalidBlockNumber)
+			memcpy(col.sealed_header, rg->sealed_header[i], AMQ_HEADER_SIZE);
 		memcpy(out + pos, &col, sizeof(col));
 		pos += sizeof(col);
 	}
@@ -480,6 +501,20 @@ AmqIdxAppendRange(AmqIdxWriter *w, const AmqIdxRange *rg)
 	a = AmqIdxAppend(w, buf, size, false);
 	pfree(buf);
 	return a;
+}
+
+/* Record a sealed filter written at a in the range. */
+void
+AmqIdxSetSealed(AmqIdxRange *rg, int att, AmqIdxAddr a,
+				const struct varlena *filter)
+{
+	AmqFilter	f;
+
+	amq_parse_trusted((const uint8 *) VARDATA(filter),
+					  VARSIZE(filter) - VARHDRSZ, &f);
+	rg->sealed[att].addr = a;
+	rg->sealed[att].capacity = (uint32) Min(f.nkeys, PG_UINT32_MAX);
+	memcpy(rg->sealed_header[att], VARDATA(filter), AMQ_HEADER_SIZE);
 }
 
 /* ---- keys and filters ---- */

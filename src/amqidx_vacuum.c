@@ -186,13 +186,10 @@ reseal_range(Relation heap, Relation index, IndexInfo *indexInfo, uint32 range,
 		rg.sealed[i].capacity = 0;
 		if (sealed[i] != NULL)
 		{
-			AmqFilter	f;
-
-			AmqFilterDecode(sealed[i], &f);
-			rg.sealed[i].addr = AmqIdxAppend(&w, (uint8 *) VARDATA(sealed[i]),
-											 VARSIZE(sealed[i]) - VARHDRSZ, false);
-			rg.sealed[i].capacity = (uint32) Min(f.nkeys, PG_UINT32_MAX);
-			sealed_keys += f.nkeys;
+			AmqIdxSetSealed(&rg, i, AmqIdxAppend(&w, (uint8 *) VARDATA(sealed[i]),
+												 VARSIZE(sealed[i]) - VARHDRSZ, false),
+							sealed[i]);
+			sealed_keys += rg.sealed[i].capacity;
 			sealed_ranges++;
 		}
 	}
