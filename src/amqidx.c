@@ -13,6 +13,7 @@
 #include "access/reloptions.h"
 #include "commands/progress.h"
 #include "commands/vacuum.h"
+#include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -145,6 +146,7 @@ amqidxcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	double		hit;
 	Selectivity qualsel;
 	double		spc_seq_page_cost;
+	double		pages;
 
 	irel = index_open(index->indexoid, NoLock);
 	ppr = AmqIdxPagesPerRange(irel);
@@ -163,11 +165,18 @@ amqidxcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	hit += (nranges - hit) * fpr;
 	*indexSelectivity = Min(Max(hit / nranges, 0.0), 1.0);
 
+	/*
+	 * Per scan, a probe of every range: the pages of the index, read in
+	 * order, fewer of them from disk when the scan repeats (a nested loop).
+	 */
 	get_tablespace_page_costs(index->reltablespace, NULL, &spc_seq_page_cost);
 	*indexPages = index->pages;
-	*indexStartupCost = spc_seq_page_cost * index->pages * loop_count +
-		cpu_operator_cost * nranges * probes_per_range(root, path->indexclauses) *
-		loop_count;
+	pages = index->pages;
+	if (loop_count > 1)
+		pages = index_pages_fetched(pages * loop_count, index->pages,
+									index->pages, root) / loop_count;
+	*indexStartupCost = spc_seq_page_cost * pages +
+		cpu_operator_cost * nranges * probes_per_range(root, path->indexclauses);
 	/* a bitmap is complete before the first row comes back */
 	*indexTotalCost = *indexStartupCost;
 	*indexCorrelation = 0;

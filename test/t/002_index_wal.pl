@@ -1,0 +1,142 @@
+# The amq index under WAL: a streaming standby answers every lookup as the
+# primary does after inserts (into sealed ranges too), deletes and VACUUM's
+# reseals; and after an immediate stop in the middle of inserts, recovery
+# leaves every committed row findable through the index.
+
+use strict;
+use warnings;
+
+use IPC::Run;
+use Time::HiRes qw(usleep);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->start;
+$primary->safe_psql('postgres', q{
+CREATE EXTENSION bloomamq;
+CREATE TABLE t (id int8, k text, pad text);
+INSERT INTO t SELECT g, 'k' || g, repeat('p', 40) FROM generate_series(1, 20000) g;
+CREATE INDEX t_amq ON t USING amq (id, k) WITH (pages_per_range = 4);
+});
+
+$primary->backup('b');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'b', has_streaming => 1);
+$standby->start;
+
+# every probe, by index on the node, against a sequential scan on the primary
+my $probes = join(',', map { $_ * 37 } 1 .. 700) . ',' . join(',', map { 100000 + $_ * 3 } 1 .. 300);
+sub compare
+{
+	my ($node, $what) = @_;
+	my $by_index = $node->safe_psql('postgres', qq{
+SET enable_seqscan = off;
+SELECT string_agg(p::text || ':' || (SELECT count(*) FROM t WHERE id = p AND k = 'k' || p), ',' ORDER BY p)
+FROM unnest(ARRAY[$probes]::int8[]) p;
+});
+	my $by_seqscan = $primary->safe_psql('postgres', qq{
+SET enable_bitmapscan = off;
+SELECT string_agg(p::text || ':' || (SELECT count(*) FROM t WHERE id = p AND k = 'k' || p), ',' ORDER BY p)
+FROM unnest(ARRAY[$probes]::int8[]) p;
+});
+	is($by_index, $by_seqscan, "$what: lookups by index on the " . $node->name . " match a sequential scan");
+	my $plan = $node->safe_psql('postgres', q{
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM t WHERE id = 5;
+});
+	like($plan, qr/Bitmap Index Scan on t_amq/, "$what: the " . $node->name . " uses the index");
+}
+
+$primary->wait_for_catchup($standby);
+compare($standby, 'after the build');
+
+# free space in sealed ranges, then inserts land there (overflow segments)
+$primary->safe_psql('postgres', q{
+DELETE FROM t WHERE id % 5 = 0;
+VACUUM t;
+INSERT INTO t SELECT 100000 + g, 'k' || (100000 + g), 'x' FROM generate_series(1, 2000) g;
+});
+$primary->wait_for_catchup($standby);
+compare($standby, 'after inserts into sealed ranges');
+compare($primary, 'after inserts into sealed ranges');
+
+# deletes and the reseal of VACUUM
+$primary->safe_psql('postgres', q{
+DELETE FROM t WHERE id % 7 = 0;
+VACUUM t;
+INSERT INTO t SELECT 101000 + g, 'k' || (101000 + g), 'y' FROM generate_series(1, 1000) g;
+});
+$primary->wait_for_catchup($standby);
+compare($standby, 'after delete and vacuum');
+
+# the standby, promoted, goes on taking inserts through the index
+$standby->promote;
+$standby->safe_psql('postgres', q{
+INSERT INTO t SELECT 200000 + g, 'k' || (200000 + g), 'z' FROM generate_series(1, 500) g;
+});
+is($standby->safe_psql('postgres', q{
+SET enable_seqscan = off;
+SELECT count(*) FROM unnest(ARRAY(SELECT generate_series(200001, 200500)::int8)) p
+WHERE EXISTS (SELECT 1 FROM t WHERE id = p);
+}), '500', 'the promoted standby finds the rows inserted after promotion');
+$standby->stop;
+
+# Crash recovery: committed inserts run in the background, one transaction
+# each, until an immediate stop; then every committed row must be found.
+$primary->safe_psql('postgres', q{
+CREATE TABLE c (id int8, pad text);
+INSERT INTO c SELECT g, repeat('q', 60) FROM generate_series(1, 5000) g;
+CREATE INDEX c_amq ON c USING amq (id) WITH (pages_per_range = 2);
+DELETE FROM c WHERE id % 3 = 0;
+VACUUM c;
+});
+my ($out, $err) = ('', '');
+my $h = IPC::Run::start(
+	[
+		'psql', '-X', '-d', $primary->connstr('postgres'), '-c', q{
+DO $$
+BEGIN
+	FOR i IN 1..200000 LOOP
+		INSERT INTO c VALUES (1000000 + i, 'r');
+		COMMIT;
+	END LOOP;
+END
+$$;}
+	],
+	'>', \$out, '2>', \$err);
+my $n = 0;
+for (my $i = 0; $i < 600 && $n < 3000; $i++)
+{
+	usleep(100_000);
+	$n = $primary->safe_psql('postgres', 'SELECT count(*) FROM c WHERE id > 1000000');
+}
+cmp_ok($n, '>=', 3000, 'inserts were running when the server stopped');
+$primary->stop('immediate');
+$h->finish;
+$primary->start;
+
+my $committed = $primary->safe_psql('postgres', 'SELECT count(*) FROM c WHERE id > 1000000');
+cmp_ok($committed, '>=', $n, "$committed committed rows survive the crash");
+# one index lookup per committed row: a nested loop over the index
+my $anti = q{
+SET enable_seqscan = off; SET enable_hashjoin = off; SET enable_mergejoin = off;
+SELECT count(*) FROM (SELECT id FROM c WHERE id > 1000000 OFFSET 0) r
+WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.id = r.id);
+};
+like($primary->safe_psql('postgres', $anti =~ s/SELECT count/EXPLAIN (COSTS OFF) SELECT count/r),
+	qr/Nested Loop Anti Join.*Bitmap Index Scan on c_amq/s,
+	'each committed row is looked up through the recovered index');
+is($primary->safe_psql('postgres', $anti), '0',
+	'after recovery every committed row is found through the index');
+# and it goes on working
+$primary->safe_psql('postgres', 'INSERT INTO c VALUES (-1, \'after\')');
+is($primary->safe_psql('postgres', q{
+SET enable_seqscan = off;
+SELECT count(*) FROM c WHERE id = -1;
+}), '1', 'an insert after recovery is found');
+
+$primary->stop;
+done_testing();
