@@ -74,7 +74,7 @@
 #define AMQIDX_NSTRATEGIES		1
 
 /* defaults and limits of the options */
-#define AMQIDX_DEFAULT_PAGES_PER_RANGE	32
+#define AMQIDX_DEFAULT_PAGES_PER_RANGE	64
 #define AMQIDX_MAX_PAGES_PER_RANGE		131072
 /* the automatic fpr: 0.1 false range per lookup, within these bounds */
 #define AMQIDX_AUTO_FALSE_RANGES		0.1

@@ -92,3 +92,20 @@ SELECT (SELECT count(*) FROM events b JOIN vip s ON b.user_id = s.id) AS plain,
        (SELECT count(*) FROM events b JOIN vip s ON b.user_id = s.id
         WHERE b.user_id <@ (SELECT amq_agg(id) FROM vip)) AS prefiltered;
 
+
+-------------------------------------------------------------------------------
+-- 6. An indexed lookup: an amq index keeps one exact-sized filter per range
+--    of 64 heap pages; a lookup probes them all and reads the heap pages of
+--    the ranges that may hold the key (here: one range).
+-------------------------------------------------------------------------------
+CREATE TABLE traces AS
+SELECT md5(i::text)::uuid AS trace_id, i % 1000 AS service, repeat('x', 40) AS payload
+FROM generate_series(1, 200000) i;
+CREATE INDEX traces_amq ON traces USING amq (trace_id);
+ANALYZE traces;
+
+SELECT pg_size_pretty(pg_relation_size('traces')) AS table_size,
+       pg_size_pretty(pg_relation_size('traces_amq')) AS amq_index_size;
+
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF)
+SELECT * FROM traces WHERE trace_id = md5('4242')::uuid;
