@@ -8,6 +8,8 @@
  * amq_format.c, kind_*.c); the SQL layer over them is the type's I/O
  * (amqfilter.c), probes (amq_probe.c), functions (amq_funcs.c),
  * aggregates (amq_agg.c) and canonical key hashing (hashing.c).
+ * _PG_init sets up each subsystem that needs it: hash-join pre-filters
+ * (amq_join.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -15,4 +17,14 @@
 
 #include "fmgr.h"
 
+#include "amq_join.h"
+
 PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	AmqJoinInit();
+}
