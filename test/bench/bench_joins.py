@@ -123,13 +123,13 @@ QUERIES = [
      "WHERE c.region = 'region_3' AND p.category < 10 "
      "AND f.c_id <@ (SELECT amq_agg(c_id) FROM dim_customer WHERE region = 'region_3') "
      "AND f.p_id <@ (SELECT amq_agg(p_id) FROM dim_product WHERE category < 10)"),
-    ("star: 10% of customers, work_mem 4MB (multi-batch)", "4MB",
+    ("star: 10% of customers, work_mem 1MB (multi-batch)", "1MB",
      "SELECT count(*), sum(f.amount) FROM fact f JOIN dim_customer c ON f.c_id = c.c_id "
      "WHERE c.segment < 10",
      "SELECT count(*), sum(f.amount) FROM fact f JOIN dim_customer c ON f.c_id = c.c_id "
      "WHERE c.segment < 10 "
      "AND f.c_id <@ (SELECT amq_agg(c_id) FROM dim_customer WHERE segment < 10)"),
-    ("star: one year of dates (27% join)", None,
+    ("star: one year of dates (10% join)", None,
      "SELECT count(*), sum(f.amount) FROM fact f JOIN dim_date d ON f.d_id = d.d_id "
      "WHERE d.year = 2018",
      "SELECT count(*), sum(f.amount) FROM fact f JOIN dim_date d ON f.d_id = d.d_id "
