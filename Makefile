@@ -11,6 +11,7 @@ CORE_OBJS = src/amq_format.o src/amq_kinds.o src/amq_sort.o \
 OBJS = $(CORE_OBJS) src/bloomamq.o src/hashing.o src/amqfilter.o \
 	src/amq_funcs.o src/amq_agg.o src/amq_probe.o \
 	$(patsubst %.c,%.o,$(sort $(wildcard src/amqidx*.c)))
+OBJS += src/amq_join.o src/amq_join_exec.o
 
 # the current install script (built) and, committed, the install scripts of
 # earlier releases and the upgrade scripts between releases
@@ -67,3 +68,16 @@ bench-kinds: test/bench/bench_kinds
 .PHONY: bench
 bench:
 	tools/bench $(BENCH_ARGS)
+
+# Hash-join pre-filters (bloomamq.join_prefilter): a star schema and the
+# peers' semi-join, each with the setting off, on and written by hand, in one
+# run on a throwaway cluster; never fails on timing.
+#   e.g. make bench-joins BENCH_ARGS="--fact 1000000 --peers 1000000 10000"
+.PHONY: bench-joins
+bench-joins:
+	PG_CONFIG=$(PG_CONFIG) tools/setup --bench
+	eval "$$(PG_CONFIG=$(PG_CONFIG) tools/pgcluster start shared_buffers=2GB \
+		work_mem=256MB maintenance_work_mem=1GB max_parallel_workers_per_gather=0 \
+		jit=off)" && \
+	trap 'PG_CONFIG=$(PG_CONFIG) tools/pgcluster stop' EXIT && \
+	/usr/bin/python3 test/bench/bench_joins.py $(BENCH_ARGS)

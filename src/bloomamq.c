@@ -8,6 +8,8 @@
  * amq_format.c, kind_*.c); the SQL layer over them is the type's I/O
  * (amqfilter.c), probes (amq_probe.c), functions (amq_funcs.c),
  * aggregates (amq_agg.c) and canonical key hashing (hashing.c).
+ * _PG_init sets up each subsystem that needs it: the amq index access
+ * method's options (amqidx.c) and hash-join pre-filters (amq_join.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -15,9 +17,10 @@
 
 #include "fmgr.h"
 
-PG_MODULE_MAGIC;
-
+#include "amq_join.h"
 #include "amqidx.h"
+
+PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
@@ -25,4 +28,5 @@ void
 _PG_init(void)
 {
 	AmqIdxInit();
+	AmqJoinInit();
 }

@@ -28,4 +28,9 @@
 #define AMQ_TOAST_EXTSIZE(tp)	((tp).va_extsize)
 #endif
 
+/* reserving a GUC prefix: MarkGUCPrefixReserved from 15, the old name before */
+#if PG_VERSION_NUM < 150000
+#define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
 #endif							/* AMQ_COMPAT_H */

@@ -1,0 +1,240 @@
+-- Automatic hash-join pre-filters (bloomamq.join_prefilter): where the
+-- pre-filter sits, where it must not, what EXPLAIN ANALYZE shows, and a
+-- randomized differential test: many generated joins give exactly the same
+-- rows with the setting on and off.
+
+-- the planner hook lives in the library: load it in this session
+LOAD 'bloomamq';
+SHOW bloomamq.join_prefilter;
+SET bloomamq.join_prefilter_min_rows = 0;
+
+-- Deterministic data (hashint4 as a portable pseudo-random source).
+-- fact: NULL keys, a skewed key, keys of many types; dim: about a third of
+-- its keys occur in fact, w selects a fraction of it.
+CREATE TABLE jp_fact AS
+SELECT i AS id,
+	CASE WHEN i % 17 = 0 THEN NULL ELSE abs(hashint4(i)) % 3000 END::int4 AS a,
+	(abs(hashint4(i + 1)) % 6000)::int8 AS b,
+	CASE WHEN i % 19 = 0 THEN NULL ELSE 'k' || abs(hashint4(i + 2)) % 3000 END AS t,
+	CASE WHEN i % 5 <> 0 THEN 1 ELSE abs(hashint4(i + 3)) % 500 END::int4 AS s,
+	(abs(hashint4(i + 4)) % 3000)::numeric(10, 1) AS num,
+	((abs(hashint4(i + 5)) % 3000) / 4.0)::float8 AS fl,
+	('p' || abs(hashint4(i + 6)) % 3000)::char(8) AS bp
+FROM generate_series(1, 10000) i;
+
+CREATE TABLE jp_dim AS
+SELECT i AS id,
+	CASE WHEN i % 23 = 0 THEN NULL ELSE abs(hashint4(i * 7)) % 9000 END::int8 AS a8,
+	CASE WHEN i % 29 = 0 THEN NULL ELSE 'k' || abs(hashint4(i * 7)) % 9000 END AS t,
+	(abs(hashint4(i * 11)) % 500)::int4 AS n,
+	(abs(hashint4(i * 7)) % 9000)::numeric(10, 2) AS num,
+	((abs(hashint4(i * 7)) % 9000) / 4.0)::float4 AS fl4,
+	('p' || abs(hashint4(i * 7)) % 9000)::char(12) AS bp,
+	i % 100 AS w
+FROM generate_series(1, 3000) i;
+
+ANALYZE jp_fact;
+ANALYZE jp_dim;
+
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+SET max_parallel_workers_per_gather = 0;
+SET bloomamq.join_prefilter = on;
+
+-- inner join: prefilter above the outer scan, collector under the Hash
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10;
+
+-- semi join, two keys of two types
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jp_fact f
+WHERE EXISTS (SELECT 1 FROM jp_dim d WHERE d.a8 = f.b AND d.t = f.t AND d.w < 10);
+
+-- right join: the preserved side is hashed, the outer side is filtered
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM (SELECT * FROM jp_dim WHERE w < 10) d LEFT JOIN jp_fact f ON f.a = d.a8;
+
+-- the preserved side of a LEFT join keeps its rows: no prefilter
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jp_fact f LEFT JOIN (SELECT * FROM jp_dim WHERE w < 10) d ON f.a = d.a8;
+
+-- FULL join: both sides preserved
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jp_fact f FULL JOIN (SELECT * FROM jp_dim WHERE w < 10) d ON f.a = d.a8;
+
+-- anti join: rows that do not match are the result
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jp_fact f
+WHERE NOT EXISTS (SELECT 1 FROM jp_dim d WHERE d.a8 = f.a AND d.w < 10);
+
+-- off: the plan is PostgreSQL's own
+SET bloomamq.join_prefilter = off;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10;
+SET bloomamq.join_prefilter = on;
+
+-- too few outer rows to pay
+SET bloomamq.join_prefilter_min_rows = 100000;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10;
+SET bloomamq.join_prefilter_min_rows = 0;
+
+-- a nondeterministic collation: equal strings of other bytes, refused
+CREATE COLLATION jp_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.t = d.t COLLATE jp_ci WHERE d.w < 10;
+SELECT count(*) FROM jp_fact f JOIN jp_dim d ON upper(f.t) = d.t COLLATE jp_ci WHERE d.w < 10;
+
+-- EXPLAIN ANALYZE: the filter's keys, size and rate, the rows it removed
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10;
+
+-- most rows join: it stops probing after a sample and says so
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT count(*) FROM jp_fact f JOIN (SELECT DISTINCT s FROM jp_fact) d ON f.s = d.s;
+
+-- a multi-batch join: the filter is applied before rows go to batch files
+SET work_mem = '64kB';
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.t = d.t;
+RESET work_mem;
+
+-- Rescans.  The inner side depends on a parameter of the outer query: the
+-- hash table and the filter are rebuilt for each value, and a filter never
+-- judges rows against another value's inner side.
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT (SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w = x.w) AS n
+FROM (VALUES (1), (2), (3)) x(w);
+SELECT (SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w = x.w) AS n
+FROM (VALUES (1), (2), (3)) x(w) ORDER BY 1;
+-- only the outer side depends on it: the table and the filter are reused
+SELECT (SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10 AND f.b > x.b) AS n
+FROM (VALUES (10), (2000), (5000)) x(b) ORDER BY 1;
+SET bloomamq.join_prefilter = off;
+SELECT (SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w = x.w) AS n
+FROM (VALUES (1), (2), (3)) x(w) ORDER BY 1;
+SELECT (SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10 AND f.b > x.b) AS n
+FROM (VALUES (10), (2000), (5000)) x(b) ORDER BY 1;
+SET bloomamq.join_prefilter = on;
+
+-- Parallel: a parallel-oblivious Hash is built whole in each process, so
+-- the prefilter is correct there; under Parallel Hash it is never used.
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET enable_parallel_hash = off;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10;
+SET enable_parallel_hash = on;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10;
+RESET enable_parallel_hash;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+SET max_parallel_workers_per_gather = 0;
+
+-- The differential test.  Each generated query runs with the setting off
+-- and on; the rows (as a sorted multiset) must be equal.  Returns the
+-- number of queries, of mismatches (must be 0), and of queries whose plan
+-- had a pre-filter: all, parallel ones, and ones with a small work_mem.
+CREATE FUNCTION jp_differential(nqueries int)
+RETURNS TABLE (queries int, mismatches int, prefiltered int, parallel_prefiltered int, small_work_mem_prefiltered int)
+LANGUAGE plpgsql AS $$
+DECLARE
+	conds text[] := ARRAY[
+		'f.a = d.a8',                        -- int4 = int8
+		'f.b = d.a8',                        -- int8 = int8
+		'f.t = d.t',                         -- text
+		'f.a = d.a8 AND f.t = d.t',          -- two keys
+		'f.b = d.a8 AND f.s = d.n',          -- two integer keys, one skewed
+		'f.s = d.n',                         -- skewed key
+		'f.num = d.num',                     -- numeric of two scales
+		'f.fl = d.fl4',                      -- float8 = float4
+		'f.bp = d.bp',                       -- bpchar of two lengths
+		'f.t = d.t COLLATE "C"',             -- an explicit deterministic collation
+		'f.a + 1 = d.a8 + 1'                 -- expressions as keys
+	];
+	jtypes text[] := ARRAY['inner', 'left', 'right', 'full', 'semi', 'anti', 'in'];
+	dfilter text;
+	cond text;
+	jt text;
+	q text;
+	plan text;
+	r_off text;
+	r_on text;
+	par boolean;
+	i int;
+BEGIN
+	queries := 0; mismatches := 0; prefiltered := 0; parallel_prefiltered := 0; small_work_mem_prefiltered := 0;
+	PERFORM setseed(0.42);
+	FOR i IN 1 .. nqueries LOOP
+		cond := conds[1 + floor(random() * array_length(conds, 1))::int];
+		jt := jtypes[1 + floor(random() * array_length(jtypes, 1))::int];
+		-- the inner side: empty, a few keys, a tenth, half
+		dfilter := (ARRAY['w < 0', 'w < 2', 'w < 10', 'w < 50'])[1 + floor(random() * 4)::int];
+		q := CASE jt
+			WHEN 'inner' THEN format('SELECT f.id, d.id FROM jp_fact f JOIN (SELECT * FROM jp_dim WHERE %s) d ON %s', dfilter, cond)
+			WHEN 'left' THEN format('SELECT f.id, d.id FROM jp_fact f LEFT JOIN (SELECT * FROM jp_dim WHERE %s) d ON %s', dfilter, cond)
+			WHEN 'right' THEN format('SELECT f.id, d.id FROM jp_fact f RIGHT JOIN (SELECT * FROM jp_dim WHERE %s) d ON %s', dfilter, cond)
+			WHEN 'full' THEN format('SELECT f.id, d.id FROM jp_fact f FULL JOIN (SELECT * FROM jp_dim WHERE %s) d ON %s', dfilter, cond)
+			WHEN 'semi' THEN format('SELECT f.id FROM jp_fact f WHERE EXISTS (SELECT 1 FROM jp_dim d WHERE %s AND %s)', dfilter, cond)
+			WHEN 'anti' THEN format('SELECT f.id FROM jp_fact f WHERE NOT EXISTS (SELECT 1 FROM jp_dim d WHERE %s AND %s)', dfilter, cond)
+			ELSE format('SELECT d.id FROM jp_dim d WHERE %s AND d.a8 IN (SELECT f.b FROM jp_fact f WHERE f.s < 100)', dfilter)
+		END;
+		-- plans: serial or parallel, Parallel Hash or not, one batch or many
+		par := random() < 0.3;
+		PERFORM set_config('max_parallel_workers_per_gather', CASE WHEN par THEN '2' ELSE '0' END, true);
+		PERFORM set_config('parallel_setup_cost', CASE WHEN par THEN '0' ELSE '1000' END, true);
+		PERFORM set_config('parallel_tuple_cost', CASE WHEN par THEN '0' ELSE '0.1' END, true);
+		PERFORM set_config('min_parallel_table_scan_size', CASE WHEN par THEN '0' ELSE '8MB' END, true);
+		PERFORM set_config('enable_parallel_hash', CASE WHEN random() < 0.5 THEN 'on' ELSE 'off' END, true);
+		PERFORM set_config('work_mem', CASE WHEN random() < 0.3 THEN '64kB' ELSE '4MB' END, true);
+		PERFORM set_config('enable_nestloop', 'off', true);
+		PERFORM set_config('enable_mergejoin', 'off', true);
+
+		PERFORM set_config('bloomamq.join_prefilter', 'off', true);
+		EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
+			INTO r_off;
+		PERFORM set_config('bloomamq.join_prefilter', 'on', true);
+		EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
+			INTO r_on;
+		SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q) p;
+
+		queries := queries + 1;
+		IF r_on IS DISTINCT FROM r_off THEN
+			mismatches := mismatches + 1;
+			RAISE NOTICE 'mismatch: %', q;
+		END IF;
+		IF plan LIKE '%AmqPrefilter%' THEN
+			prefiltered := prefiltered + 1;
+			IF plan LIKE '%Gather%' THEN
+				parallel_prefiltered := parallel_prefiltered + 1;
+			END IF;
+			IF work_mem_is_small() THEN
+				small_work_mem_prefiltered := small_work_mem_prefiltered + 1;
+			END IF;
+		END IF;
+	END LOOP;
+	RETURN NEXT;
+END
+$$;
+
+-- EXPLAIN of a query as rows of text
+CREATE FUNCTION jp_explain(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || q;
+END
+$$;
+
+CREATE FUNCTION work_mem_is_small() RETURNS boolean LANGUAGE sql AS
+$$ SELECT current_setting('work_mem') = '64kB' $$;
+
+SELECT * FROM jp_differential(400);
+
+DROP FUNCTION jp_differential(int);
+DROP FUNCTION jp_explain(text);
+DROP FUNCTION work_mem_is_small();
+DROP COLLATION jp_ci;
+DROP TABLE jp_fact, jp_dim;

@@ -1,0 +1,51 @@
+/*-------------------------------------------------------------------------
+ *
+ * amq_join.h
+ *	  Automatic hash-join pre-filters: what the planner side (amq_join.c)
+ *	  and the executor nodes (amq_join_exec.c) share.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AMQ_JOIN_H
+#define AMQ_JOIN_H
+
+#include "compat.h"
+
+#include "nodes/extensible.h"
+
+/* bloomamq.join_prefilter */
+typedef enum AmqJoinPrefilterMode
+{
+	AMQ_JOIN_PREFILTER_OFF,
+	AMQ_JOIN_PREFILTER_ON
+} AmqJoinPrefilterMode;
+
+/*
+ * The two plan nodes, both CustomScans that pass their child's tuples on
+ * unchanged:
+ *
+ *	collector	between a Hash node and its child: hashes the inner join
+ *				keys and builds the filter once the child is exhausted
+ *	prefilter	between the HashJoin and its outer child: drops the rows
+ *				whose join keys the filter says cannot match
+ *
+ * custom_exprs holds the key expressions (Vars of OUTER_VAR refer to the
+ * child's targetlist, as the HashJoin's and Hash's own hashkeys do);
+ * custom_private is a list of an integer list and the hash collations:
+ */
+#define AMQ_JOIN_PRIV_INTS			0	/* IntList, indexed below */
+#define AMQ_JOIN_PRIV_COLLATIONS	1	/* OidList, one per key */
+
+#define AMQ_JOIN_INT_ID				0	/* pairs a prefilter with its collector */
+#define AMQ_JOIN_INT_INNER_PARAMS	1	/* the inner side depends on params */
+
+extern const CustomScanMethods amq_prefilter_scan_methods;
+extern const CustomScanMethods amq_collector_scan_methods;
+
+/* amq_join.c */
+extern void AmqJoinInit(void);
+
+/* amq_join_exec.c */
+extern void AmqJoinExecInit(void);
+
+#endif							/* AMQ_JOIN_H */

@@ -1,0 +1,586 @@
+/*-------------------------------------------------------------------------
+ *
+ * amq_join_exec.c
+ *	  Automatic hash-join pre-filters: the executor nodes.
+ *
+ * Two pass-through CustomScans that amq_join.c puts into a hash join's plan
+ * (see the design comment there):
+ *
+ *	AmqCollect	  under the Hash node: buffers the 64-bit hash of every inner
+ *				  row's keys; when its child is exhausted it sorts and
+ *				  deduplicates them and builds a blocked filter sized for the
+ *				  distinct keys (1% false positives).
+ *	AmqPrefilter  above the outer child: hashes each outer row's keys the
+ *				  same way and drops the row when the filter says no.
+ *
+ * The two find each other through a small registry keyed by the EState and
+ * the id the planner gave the pair; the entry lives in the query's memory
+ * and leaves the registry when that memory goes.  The filter is valid only
+ * for the inner rows it was built from: a rescan of the collector drops it,
+ * and so does a rescan of the prefilter when the inner side depends on
+ * parameters (the hash join may then rebuild its table after fetching a
+ * first outer row).  Without a filter, rows pass unfiltered.
+ *
+ * Keys: a row with a NULL key passes (strict equality never matches it,
+ * and passing is always safe).  Several keys combine their canonical
+ * hashes in order.
+ *
+ * It pays only when many outer rows cannot join: after
+ * AMQ_PREFILTER_SAMPLE probes of a scan, a pass rate above
+ * AMQ_PREFILTER_MAX_PASS stops the probing for the rest of that scan.
+ *
+ * Memory: 8 bytes per inner row while collecting (16 while sorting), at
+ * most max(hash_mem, 64 MB); past that the filter is abandoned for the
+ * scan.  The filter itself takes about 10.5 bits per distinct key.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "compat.h"
+
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/execnodes.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/memutils.h"
+#include "utils/ruleutils.h"
+
+#include "amq_join.h"
+#include "hashing.h"
+#include "kind_blocked.h"
+
+#define AMQ_JOIN_FPR			0.01
+#define AMQ_PREFILTER_SAMPLE	4096
+#define AMQ_PREFILTER_MAX_PASS	0.9
+#define AMQ_COLLECT_MIN_BYTES	((Size) 64 * 1024 * 1024)
+
+/* The filter of one hash join in one EState, shared by its two nodes. */
+typedef struct AmqJoinFilter
+{
+	struct AmqJoinFilter *next; /* in the registry */
+	EState	   *estate;
+	int			id;
+	MemoryContextCallback unlink;	/* leaves the registry with the query */
+	MemoryContext cxt;			/* hashes and filter of the current build */
+
+	/* collection */
+	uint64	   *hashes;
+	Size		nhashes;
+	Size		maxhashes;		/* allocated */
+	Size		limit;			/* most hashes buffered */
+
+	/* the filter, valid when ready */
+	bool		ready;
+	bool		abandoned;		/* more inner rows than limit */
+	AmqFilter	filter;			/* blocked, seed 0 */
+	uint64		builds;
+} AmqJoinFilter;
+
+static AmqJoinFilter *registry = NULL;
+
+/* How a node hashes the join keys of its child's tuples. */
+typedef struct AmqJoinKeys
+{
+	int			nkeys;
+	ExprState **exprs;
+	AttrNumber *attnos;			/* > 0: the key is that column of the tuple */
+	AmqKeyHasher *hashers;
+	ExprContext *econtext;
+} AmqJoinKeys;
+
+typedef struct CollectState
+{
+	CustomScanState css;
+	AmqJoinFilter *shared;
+	AmqJoinKeys keys;
+	bool		done;			/* child exhausted in this scan */
+} CollectState;
+
+typedef struct PrefilterState
+{
+	CustomScanState css;
+	AmqJoinFilter *shared;
+	AmqJoinKeys keys;
+	bool		inner_params;
+
+	/* this scan */
+	bool		disabled;
+	uint64		scan_probed;
+	uint64		scan_passed;
+
+	/* all scans, for EXPLAIN ANALYZE */
+	uint64		removed;
+	bool		ever_disabled;
+} PrefilterState;
+
+static void
+registry_unlink(void *arg)
+{
+	AmqJoinFilter *f = (AmqJoinFilter *) arg;
+	AmqJoinFilter **p;
+
+	for (p = &registry; *p; p = &(*p)->next)
+	{
+		if (*p == f)
+		{
+			*p = f->next;
+			break;
+		}
+	}
+}
+
+static AmqJoinFilter *
+registry_get(EState *estate, int id)
+{
+	AmqJoinFilter *f;
+	Size		limit;
+
+	for (f = registry; f; f = f->next)
+	{
+		if (f->estate == estate && f->id == id)
+			return f;
+	}
+
+	f = MemoryContextAllocZero(estate->es_query_cxt, sizeof(AmqJoinFilter));
+	f->estate = estate;
+	f->id = id;
+	f->cxt = AllocSetContextCreate(estate->es_query_cxt,
+								   "bloomamq join prefilter",
+								   ALLOCSET_DEFAULT_SIZES);
+	limit = Max(get_hash_memory_limit(), AMQ_COLLECT_MIN_BYTES);
+	f->limit = limit / (2 * sizeof(uint64));
+	f->unlink.func = registry_unlink;
+	f->unlink.arg = f;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, &f->unlink);
+	f->next = registry;
+	registry = f;
+	return f;
+}
+
+/* Forget the filter and the hashes: the inner side is read again. */
+static void
+filter_reset(AmqJoinFilter *f)
+{
+	f->ready = false;
+	f->abandoned = false;
+	f->hashes = NULL;
+	f->nhashes = f->maxhashes = 0;
+	memset(&f->filter, 0, sizeof(f->filter));
+	MemoryContextReset(f->cxt);
+}
+
+static void
+filter_collect(AmqJoinFilter *f, uint64 hash)
+{
+	if (unlikely(f->nhashes == f->maxhashes))
+	{
+		Size		n;
+
+		if (f->abandoned)
+			return;
+		if (f->maxhashes >= f->limit)
+		{
+			/* too many inner rows to buffer: no filter for this scan */
+			f->abandoned = true;
+			f->hashes = NULL;
+			f->nhashes = f->maxhashes = 0;
+			MemoryContextReset(f->cxt);
+			return;
+		}
+		n = Min(Max(f->maxhashes * 2, 1024), f->limit);
+		if (f->hashes == NULL)
+			f->hashes = MemoryContextAllocExtended(f->cxt, n * sizeof(uint64),
+												   MCXT_ALLOC_HUGE);
+		else
+			f->hashes = repalloc_huge(f->hashes, n * sizeof(uint64));
+		f->maxhashes = n;
+	}
+	f->hashes[f->nhashes++] = hash;
+}
+
+static void
+filter_build(AmqJoinFilter *f)
+{
+	uint64	   *scratch;
+	Size		n = 0;
+	Size		i;
+	AmqStatus	st;
+	MemoryContext old;
+
+	if (f->abandoned)
+		return;
+	old = MemoryContextSwitchTo(f->cxt);
+	if (f->nhashes > 0)
+	{
+		scratch = MemoryContextAllocExtended(f->cxt, f->nhashes * sizeof(uint64),
+											 MCXT_ALLOC_HUGE);
+		n = amq_sort_unique(f->hashes, f->nhashes, scratch);
+		pfree(scratch);
+	}
+	st = amq_plan(&f->filter, AMQ_KIND_BLOCKED, Max(n, 1), AMQ_JOIN_FPR);
+	if (st != AMQ_OK)
+		elog(ERROR, "could not size a join pre-filter for " UINT64_FORMAT " keys: %s",
+			 (uint64) n, amq_status_message(st));
+	f->filter.payload = MemoryContextAllocExtended(f->cxt, f->filter.payload_len,
+												   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	/* sorted hashes fill the blocks in address order */
+	for (i = 0; i < n; i++)
+		amq_blocked_ops.add(&f->filter, f->hashes[i]);
+	f->filter.nkeys = n;
+	if (f->hashes)
+		pfree(f->hashes);
+	f->hashes = NULL;
+	f->nhashes = f->maxhashes = 0;
+	f->ready = true;
+	f->builds++;
+	MemoryContextSwitchTo(old);
+}
+
+static inline bool
+filter_may_contain(const AmqFilter *f, uint64 hash)
+{
+	return amq_blocked_probe(f->payload +
+							 amq_blocked_block(hash, f->param[0]) * AMQ_BLOCKED_BLOCK_BYTES,
+							 (uint32) hash);
+}
+
+/* Set up the key hashing of node, whose child is already initialized. */
+static void
+keys_init(AmqJoinKeys *k, CustomScanState *node, EState *estate)
+{
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *collations = list_nth(cscan->custom_private,
+									  AMQ_JOIN_PRIV_COLLATIONS);
+	ListCell   *lc;
+	int			i = 0;
+
+	k->nkeys = list_length(cscan->custom_exprs);
+	k->exprs = palloc0(sizeof(ExprState *) * k->nkeys);
+	k->attnos = palloc0(sizeof(AttrNumber) * k->nkeys);
+	k->hashers = palloc0(sizeof(AmqKeyHasher) * k->nkeys);
+	k->econtext = node->ss.ps.ps_ExprContext;
+
+	foreach(lc, cscan->custom_exprs)
+	{
+		Expr	   *expr = (Expr *) lfirst(lc);
+
+		if (IsA(expr, Var) && ((Var *) expr)->varno == OUTER_VAR &&
+			((Var *) expr)->varattno > 0)
+			k->attnos[i] = ((Var *) expr)->varattno;
+		else
+			k->exprs[i] = ExecInitExpr(expr, &node->ss.ps);
+		AmqHasherInit(&k->hashers[i], exprType((Node *) expr),
+					  list_nth_oid(collations, i), estate->es_query_cxt);
+		i++;
+	}
+}
+
+/* The combined hash of slot's keys; false if a key is NULL. */
+static inline bool
+keys_hash(AmqJoinKeys *k, TupleTableSlot *slot, uint64 *hash)
+{
+	ExprContext *econtext = k->econtext;
+	MemoryContext old;
+	uint64		h = 0;
+	int			i;
+
+	ResetExprContext(econtext);
+	econtext->ecxt_outertuple = slot;
+	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	for (i = 0; i < k->nkeys; i++)
+	{
+		Datum		value;
+		bool		isnull;
+
+		if (k->attnos[i] > 0)
+			value = slot_getattr(slot, k->attnos[i], &isnull);
+		else
+			value = ExecEvalExpr(k->exprs[i], econtext, &isnull);
+		if (isnull)
+		{
+			MemoryContextSwitchTo(old);
+			return false;
+		}
+		if (i == 0)
+			h = AmqHashDatum(&k->hashers[i], value);
+		else
+			h = amq_mix64(h) ^ AmqHashDatum(&k->hashers[i], value);
+	}
+	MemoryContextSwitchTo(old);
+	*hash = h;
+	return true;
+}
+
+/* Begin: the node returns its child's tuples, of the child's slot type. */
+static void
+pass_through_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	PlanState  *child;
+
+	child = ExecInitNode(outerPlan(node->ss.ps.plan), estate, eflags);
+	outerPlanState(node) = child;
+	node->ss.ps.resultopsset = true;
+	node->ss.ps.resultops = ExecGetResultSlotOps(child,
+												 &node->ss.ps.resultopsfixed);
+}
+
+static void
+pass_through_rescan(CustomScanState *node)
+{
+	PlanState  *child = outerPlanState(node);
+
+	if (child->chgParam == NULL)
+		ExecReScan(child);
+}
+
+static int
+private_int(CustomScanState *node, int which)
+{
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+
+	return list_nth_int(list_nth(cscan->custom_private, AMQ_JOIN_PRIV_INTS),
+						which);
+}
+
+/* EXPLAIN: the key expressions, deparsed against the node's child */
+static void
+explain_keys(CustomScanState *node, List *ancestors, ExplainState *es,
+			 const char *label)
+{
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *context;
+	List	   *result = NIL;
+	bool		useprefix;
+	ListCell   *lc;
+
+	context = set_deparse_context_plan(es->deparse_cxt, &cscan->scan.plan,
+									   ancestors);
+	useprefix = list_length(es->rtable) > 1 || es->verbose;
+	foreach(lc, cscan->custom_exprs)
+		result = lappend(result, deparse_expression(lfirst(lc), context,
+													useprefix, false));
+	ExplainPropertyList(label, result, es);
+}
+
+/* ---- AmqCollect ---- */
+
+static Node *
+collect_create(CustomScan *cscan);
+static void collect_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *collect_exec(CustomScanState *node);
+static void collect_end(CustomScanState *node);
+static void collect_rescan(CustomScanState *node);
+static void collect_explain(CustomScanState *node, List *ancestors,
+							ExplainState *es);
+
+const CustomScanMethods amq_collector_scan_methods = {
+	.CustomName = "AmqCollect",
+	.CreateCustomScanState = collect_create,
+};
+
+static const CustomExecMethods collect_exec_methods = {
+	.CustomName = "AmqCollect",
+	.BeginCustomScan = collect_begin,
+	.ExecCustomScan = collect_exec,
+	.EndCustomScan = collect_end,
+	.ReScanCustomScan = collect_rescan,
+	.ExplainCustomScan = collect_explain,
+};
+
+static Node *
+collect_create(CustomScan *cscan)
+{
+	CollectState *cs = palloc0(sizeof(CollectState));
+
+	NodeSetTag(cs, T_CustomScanState);
+	cs->css.methods = &collect_exec_methods;
+	return (Node *) cs;
+}
+
+static void
+collect_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	CollectState *cs = (CollectState *) node;
+
+	pass_through_begin(node, estate, eflags);
+	cs->shared = registry_get(estate, private_int(node, AMQ_JOIN_INT_ID));
+	keys_init(&cs->keys, node, estate);
+}
+
+static TupleTableSlot *
+collect_exec(CustomScanState *node)
+{
+	CollectState *cs = (CollectState *) node;
+	TupleTableSlot *slot = ExecProcNode(outerPlanState(node));
+	uint64		hash;
+
+	if (TupIsNull(slot))
+	{
+		if (!cs->done)
+		{
+			filter_build(cs->shared);
+			cs->done = true;
+		}
+		return slot;
+	}
+	if (!cs->shared->abandoned && keys_hash(&cs->keys, slot, &hash))
+		filter_collect(cs->shared, hash);
+	return slot;
+}
+
+static void
+collect_end(CustomScanState *node)
+{
+	ExecEndNode(outerPlanState(node));
+}
+
+static void
+collect_rescan(CustomScanState *node)
+{
+	CollectState *cs = (CollectState *) node;
+
+	filter_reset(cs->shared);
+	cs->done = false;
+	pass_through_rescan(node);
+}
+
+static void
+collect_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	explain_keys(node, ancestors, es, "Collect Keys");
+}
+
+/* ---- AmqPrefilter ---- */
+
+static Node *prefilter_create(CustomScan *cscan);
+static void prefilter_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *prefilter_exec(CustomScanState *node);
+static void prefilter_end(CustomScanState *node);
+static void prefilter_rescan(CustomScanState *node);
+static void prefilter_explain(CustomScanState *node, List *ancestors,
+							  ExplainState *es);
+
+const CustomScanMethods amq_prefilter_scan_methods = {
+	.CustomName = "AmqPrefilter",
+	.CreateCustomScanState = prefilter_create,
+};
+
+static const CustomExecMethods prefilter_exec_methods = {
+	.CustomName = "AmqPrefilter",
+	.BeginCustomScan = prefilter_begin,
+	.ExecCustomScan = prefilter_exec,
+	.EndCustomScan = prefilter_end,
+	.ReScanCustomScan = prefilter_rescan,
+	.ExplainCustomScan = prefilter_explain,
+};
+
+static Node *
+prefilter_create(CustomScan *cscan)
+{
+	PrefilterState *ps = palloc0(sizeof(PrefilterState));
+
+	NodeSetTag(ps, T_CustomScanState);
+	ps->css.methods = &prefilter_exec_methods;
+	return (Node *) ps;
+}
+
+static void
+prefilter_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	PrefilterState *ps = (PrefilterState *) node;
+
+	pass_through_begin(node, estate, eflags);
+	ps->shared = registry_get(estate, private_int(node, AMQ_JOIN_INT_ID));
+	ps->inner_params = private_int(node, AMQ_JOIN_INT_INNER_PARAMS) != 0;
+	keys_init(&ps->keys, node, estate);
+}
+
+static TupleTableSlot *
+prefilter_exec(CustomScanState *node)
+{
+	PrefilterState *ps = (PrefilterState *) node;
+	PlanState  *child = outerPlanState(node);
+	AmqJoinFilter *shared = ps->shared;
+
+	for (;;)
+	{
+		TupleTableSlot *slot = ExecProcNode(child);
+		uint64		hash;
+		bool		pass;
+
+		if (TupIsNull(slot) || !shared->ready || ps->disabled ||
+			!keys_hash(&ps->keys, slot, &hash))
+			return slot;
+
+		pass = filter_may_contain(&shared->filter, hash);
+		ps->scan_probed++;
+		if (pass)
+			ps->scan_passed++;
+		else
+			ps->removed++;
+
+		if (unlikely(ps->scan_probed == AMQ_PREFILTER_SAMPLE) &&
+			ps->scan_passed > AMQ_PREFILTER_MAX_PASS * AMQ_PREFILTER_SAMPLE)
+		{
+			/* most rows join: probing costs more than it saves */
+			ps->disabled = true;
+			ps->ever_disabled = true;
+		}
+		if (pass)
+			return slot;
+	}
+}
+
+static void
+prefilter_end(CustomScanState *node)
+{
+	ExecEndNode(outerPlanState(node));
+}
+
+static void
+prefilter_rescan(CustomScanState *node)
+{
+	PrefilterState *ps = (PrefilterState *) node;
+
+	/*
+	 * A hash join rebuilds its table from an inner side with new parameter
+	 * values lazily, after it may have fetched the first outer row: the old
+	 * filter must not judge that row.
+	 */
+	if (ps->inner_params)
+		ps->shared->ready = false;
+	ps->scan_probed = ps->scan_passed = 0;
+	ps->disabled = false;
+	pass_through_rescan(node);
+}
+
+static void
+prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	PrefilterState *ps = (PrefilterState *) node;
+	AmqJoinFilter *f = ps->shared;
+
+	explain_keys(node, ancestors, es, "Prefilter Keys");
+	if (!es->analyze)
+		return;
+
+	if (f->builds > 0 && !f->abandoned)
+	{
+		ExplainPropertyUInteger("Filter Keys", NULL, f->filter.nkeys, es);
+		ExplainPropertyUInteger("Filter Size", "kB",
+								(f->filter.payload_len + 1023) / 1024, es);
+		ExplainPropertyFloat("Filter FPR", NULL, f->filter.fpr, 4, es);
+	}
+	else
+		ExplainPropertyText("Filter", f->abandoned ?
+							"not built: too many inner rows" : "not built", es);
+	ExplainPropertyUInteger("Rows Removed by Prefilter", NULL, ps->removed, es);
+	ExplainPropertyBool("Prefilter Disabled", ps->ever_disabled, es);
+}
+
+void
+AmqJoinExecInit(void)
+{
+	RegisterCustomScanMethods(&amq_prefilter_scan_methods);
+	RegisterCustomScanMethods(&amq_collector_scan_methods);
+}
