@@ -193,11 +193,32 @@ AmqCheckFpr(double fpr)
 				 errdetail("The false-positive rate must be greater than 0 and at most 0.5.")));
 }
 
+/* A byte count for a message: "22853 MB" below 1 TB, then "12 TB", "3 PB" ... */
+const char *
+AmqSizeString(double bytes)
+{
+	static const char *const units[] = {"TB", "PB", "EB"};
+	double		v = bytes / (1024.0 * 1024.0);
+	int			u = 0;
+
+	if (v < 1024.0 * 1024.0)
+		return psprintf("%.0f MB", v);
+	v /= 1024.0 * 1024.0;
+	while (v >= 1024.0 && u < (int) lengthof(units) - 1)
+	{
+		v /= 1024.0;
+		u++;
+	}
+	return psprintf("%.0f %s", v, units[u]);
+}
+
 /* Plan an empty filter's geometry, or report why it cannot be made. */
 void
 AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr)
 {
 	AmqStatus	st;
+	AmqFilter	small;
+	double		need = -1;
 
 	AmqCheckFpr(fpr);
 	if (capacity <= 0)
@@ -209,23 +230,44 @@ AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr)
 	st = amq_plan(f, kind, (uint64) capacity, fpr);
 	if (st == AMQ_ERR_TOO_LARGE)
 	{
-		AmqFilter	small;
-		double		need = -1;
+		AmqStatus	sst = AMQ_ERR_TOO_LARGE;
 
-		/* Filter size grows linearly with capacity: scale a smaller plan. */
-		if (capacity >= 1024 &&
-			amq_plan(&small, kind, (uint64) capacity / 1024, fpr) == AMQ_OK)
-			need = (double) small.payload_len * 1024.0;
+		/*
+		 * Filter size grows linearly with capacity: scale the plan of the
+		 * largest capacity 2^-shift times smaller that fits, else of one
+		 * key.  Not even one fits when the rate alone asks for more than
+		 * 1 GB; a fingerprint kind may not reach the rate at all.
+		 */
+		for (int shift = 10; shift < 63 && ((uint64) capacity >> shift) > 0; shift += 10)
+		{
+			sst = amq_plan(&small, kind, (uint64) capacity >> shift, fpr);
+			if (sst == AMQ_OK)
+			{
+				need = ldexp((double) small.payload_len, shift);
+				break;
+			}
+		}
+		if (need < 0 && sst != AMQ_ERR_PARAM)
+		{
+			sst = amq_plan(&small, kind, 1, fpr);
+			if (sst == AMQ_OK)
+				need = (double) small.payload_len * (double) capacity;
+		}
+		if (sst == AMQ_ERR_PARAM)
+			st = AMQ_ERR_PARAM;
+	}
+	if (st == AMQ_ERR_TOO_LARGE)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("amqfilter of kind %s for " INT64_FORMAT " keys at false-positive rate %g is too large",
 						amq_kind_ops(kind)->name, capacity, fpr),
 				 need > 0 ?
-				 errdetail("It would need about %.0f MB; an amqfilter holds at most 1 GB.",
-						   need / (1024.0 * 1024.0)) :
-				 errdetail("An amqfilter holds at most 1 GB."),
-				 errhint("Use a larger false-positive rate or fewer keys per filter, for example one filter per partition or per GROUP BY bucket.")));
-	}
+				 errdetail("It would need about %s; an amqfilter holds at most 1 GB.",
+						   AmqSizeString(need)) :
+				 errdetail("At this false-positive rate even one key would need more than 1 GB; an amqfilter holds at most 1 GB."),
+				 need > 0 ?
+				 errhint("Use a larger false-positive rate or fewer keys per filter, for example one filter per partition or per GROUP BY bucket.") :
+				 errhint("Use a larger false-positive rate.")));
 	if (st == AMQ_ERR_PARAM)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

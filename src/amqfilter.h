@@ -34,6 +34,7 @@ extern struct varlena *AmqFilterGetArg(FunctionCallInfo fcinfo, int argno,
 extern const AmqKindOps *AmqKindOpsByName(const char *name);
 extern const AmqKindOps *AmqKindOpsOf(const AmqFilter *f);
 extern void AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr);
+extern const char *AmqSizeString(double bytes);
 extern void AmqCheckFpr(double fpr);
 extern void AmqSetFamily(AmqFilter *f, const AmqKeyHasher *h);
 extern void AmqMergeFamily(AmqFilter *dst, const AmqFilter *src);

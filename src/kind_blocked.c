@@ -97,6 +97,7 @@ blocked_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	double		n = (double) (capacity > 0 ? capacity : 1);
 	uint64_t	lo = 1;
 	uint64_t	hi = BLOCKED_MAX_BLOCKS;
+	double		guess;
 
 	if (!(fpr > 0.0 && fpr < 1.0))
 		return AMQ_ERR_PARAM;
@@ -104,7 +105,25 @@ blocked_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	if (blocked_model_fpr(n / (double) hi) > fpr)
 		return AMQ_ERR_TOO_LARGE;
 
-	/* smallest nblocks meeting the target; the model falls as nblocks grows */
+	/*
+	 * Smallest nblocks meeting the target; the model falls as nblocks grows.
+	 * Bracket it first, doubling from a standard Bloom filter's size (which
+	 * a blocked one never undercuts by much), so that small filters, such as
+	 * one per group of a GROUP BY, take a few evaluations instead of a
+	 * search over every possible size.
+	 */
+	guess = ceil(n * log(1.0 / fpr) / (M_LN2 * M_LN2) / 256.0);
+	if (guess < (double) hi)
+	{
+		uint64_t	b = guess < 1.0 ? 1 : (uint64_t) guess;
+
+		while (b < hi && blocked_model_fpr(n / (double) b) > fpr)
+		{
+			lo = b + 1;
+			b = (b > hi / 2) ? hi : b * 2;
+		}
+		hi = b;
+	}
 	while (lo < hi)
 	{
 		uint64_t	mid = lo + (hi - lo) / 2;
