@@ -34,6 +34,7 @@ typedef struct AmqIdxInsertCache
 {
 	int			ppr;
 	AmqIdxHasher hashers[INDEX_MAX_KEYS];
+	MemoryContext tmpcxt;		/* reset after each insert */
 } AmqIdxInsertCache;
 
 static AmqIdxInsertCache *
@@ -48,6 +49,8 @@ insert_cache(Relation index, IndexInfo *indexInfo)
 
 		c = palloc0(sizeof(AmqIdxInsertCache));
 		c->ppr = AmqIdxPagesPerRange(index);
+		c->tmpcxt = AllocSetContextCreate(indexInfo->ii_Context, "amq index insert",
+										  ALLOCSET_SMALL_SIZES);
 		for (int i = 0; i < natts; i++)
 			AmqIdxHasherInit(&c->hashers[i], index, i,
 							 TupleDescAttr(RelationGetDescr(index), i)->atttypid);
@@ -358,7 +361,6 @@ amqidxinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	bool		need[INDEX_MAX_KEYS];
 	bool		any = false;
 	uint32		range = ItemPointerGetBlockNumber(ht_ctid) / c->ppr;
-	MemoryContext tmp;
 	MemoryContext old;
 
 	for (int i = 0; i < natts; i++)
@@ -373,12 +375,10 @@ amqidxinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	if (!any)
 		return false;
 
-	tmp = AllocSetContextCreate(CurrentMemoryContext, "amq index insert",
-								ALLOCSET_SMALL_SIZES);
-	old = MemoryContextSwitchTo(tmp);
+	old = MemoryContextSwitchTo(c->tmpcxt);
 	if (!insert_fast(index, range, hashes, need))
 		insert_slow(index, range, c->ppr, hashes, need, c->hashers);
 	MemoryContextSwitchTo(old);
-	MemoryContextDelete(tmp);
+	MemoryContextReset(c->tmpcxt);
 	return false;
 }
