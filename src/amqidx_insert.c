@@ -74,6 +74,7 @@ add_in_place(Relation index, AmqIdxSeg seg, uint64 hash)
 	Page		hpage;
 	Page		bpage;
 	uint8	   *hdr;
+	uint64		nkeys;
 
 	hbuf = ReadBuffer(index, seg.addr.blk);
 	LockBuffer(hbuf, BUFFER_LOCK_EXCLUSIVE);
@@ -99,13 +100,36 @@ add_in_place(Relation index, AmqIdxSeg seg, uint64 hash)
 		AmqIdxCheckPage(index, BufferGetPage(bbuf), block.blk, AMQIDX_PAGE_DATA);
 	}
 
+	/*
+	 * Generic WAL compares whole pages, so a page less per insert matters.
+	 * The key count only decides when a segment is full, so when the block
+	 * lies on another page than the header it is counted one time in
+	 * eight, by eight; an empty segment's first key is always counted, as
+	 * a count of 0 means empty to the probes.
+	 */
 	state = GenericXLogStart(index);
-	hpage = GenericXLogRegisterBuffer(state, hbuf, 0);
-	bpage = BufferIsValid(bbuf) ? GenericXLogRegisterBuffer(state, bbuf, 0) : hpage;
+	if (!BufferIsValid(bbuf))
+	{
+		hpage = bpage = GenericXLogRegisterBuffer(state, hbuf, 0);
+		nkeys = f.nkeys + 1;
+	}
+	else if (f.nkeys == 0 || (hash >> 61) == 0)
+	{
+		hpage = GenericXLogRegisterBuffer(state, hbuf, 0);
+		bpage = GenericXLogRegisterBuffer(state, bbuf, 0);
+		nkeys = f.nkeys + (f.nkeys == 0 ? 1 : 8);
+	}
+	else
+	{
+		hpage = NULL;
+		bpage = GenericXLogRegisterBuffer(state, bbuf, 0);
+		nkeys = f.nkeys;
+	}
 	amq_blocked_insert((uint8 *) AmqIdxPageContent(bpage) + block.off,
 					   (uint32) amq_seeded(&f, hash));
-	amq_store64((uint8 *) AmqIdxPageContent(hpage) + seg.addr.off + OFF_NKEYS,
-				f.nkeys + 1);
+	if (hpage != NULL)
+		amq_store64((uint8 *) AmqIdxPageContent(hpage) + seg.addr.off + OFF_NKEYS,
+					nkeys);
 	GenericXLogFinish(state);
 
 	if (BufferIsValid(bbuf))
