@@ -9,7 +9,8 @@ MODULE_big = bloomamq
 CORE_OBJS = src/amq_format.o src/amq_kinds.o src/amq_sort.o \
 	$(patsubst %.c,%.o,$(sort $(wildcard src/kind_*.c)))
 OBJS = $(CORE_OBJS) src/bloomamq.o src/hashing.o src/amqfilter.o \
-	src/amq_funcs.o src/amq_agg.o src/amq_probe.o
+	src/amq_funcs.o src/amq_agg.o src/amq_probe.o \
+	src/amq_selfuncs.o
 
 # the current install script (built) and, committed, the install scripts of
 # earlier releases and the upgrade scripts between releases
