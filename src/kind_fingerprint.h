@@ -184,9 +184,12 @@ amq_fp_input_ok(const uint64_t *hashes, size_t n, uint64_t nslots)
  * (keys in the slot) plus, in its low two bits, the xor of which of its
  * three slots (0, 1, 2) this one is for each key; xh the xor of the keys'
  * hashes.  When a slot holds one key, xh is that key and the low bits of
- * cnt say which of its slots this is.  Both live in one 16-byte entry, so
- * that counting, peeling and assigning touch one cache line per slot, not
- * one for each array: a build out of cache is a string of such misses.
+ * cnt say which of its slots this is.  Both live in one packed 12-byte
+ * entry, so that counting, peeling and assigning touch one cache line per
+ * slot (two for the one entry in eight that straddles a line), not one per
+ * array: an xor build out of cache is a string of such misses.  Packed,
+ * not padded to 16: fuse, whose slots are near each other, pays for every
+ * byte of scratch it streams.
  */
 typedef struct __attribute__((packed)) AmqFpSlot
 {

@@ -36,13 +36,13 @@
  * stalled peel retries with the next seed, up to XOR_MAX_ATTEMPTS; each
  * attempt succeeds with probability near 1 for large n and above 1/2 for
  * small, so running out means the keys were not distinct.  Scratch is
- * about 29 bytes per key, from the caller's allocator.
+ * about 24 bytes per key, from the caller's allocator.
  *
  * Out of cache every slot touched is a cache miss, so the build keeps a
- * slot's count and hash xor in one cache line (AmqFpSlot), counts with the
- * slots of a key a few keys ahead prefetched (keys are independent, so
- * their misses overlap), and stores the peeled keys' hashes in peel order
- * for the assignment to read sequentially.
+ * slot's count and hash xor in one entry (AmqFpSlot), and prefetches: the
+ * slots of a key some keys ahead while counting and assigning (keys are
+ * independent there, so their misses overlap), and the slots further down
+ * the stack while peeling.
  *
  *-------------------------------------------------------------------------
  */
