@@ -10,6 +10,7 @@ CORE_OBJS = src/amq_format.o src/amq_kinds.o src/amq_sort.o \
 	$(patsubst %.c,%.o,$(sort $(wildcard src/kind_*.c)))
 OBJS = $(CORE_OBJS) src/bloomamq.o src/hashing.o src/amqfilter.o \
 	src/amq_funcs.o src/amq_agg.o src/amq_probe.o \
+	src/amq_selfuncs.o \
 	$(patsubst %.c,%.o,$(sort $(wildcard src/amqidx*.c)))
 OBJS += src/amq_join.o src/amq_join_exec.o
 

@@ -141,20 +141,26 @@ COMMENT ON FUNCTION amq_contained(smallint, amqfilter) IS 'may the integer key b
 COMMENT ON FUNCTION amq_contained(uuid, amqfilter) IS 'may the uuid key be in the filter? (false: surely not)';
 COMMENT ON FUNCTION amq_contained(bytea, amqfilter) IS 'may the bytea key be in the filter? (false: surely not)';
 
-CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = anyelement, FUNCTION = amq_contains, COMMUTATOR = <@);
-CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = text, FUNCTION = amq_contains, COMMUTATOR = <@);
-CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = bigint, FUNCTION = amq_contains, COMMUTATOR = <@);
-CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = integer, FUNCTION = amq_contains, COMMUTATOR = <@);
-CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = smallint, FUNCTION = amq_contains, COMMUTATOR = <@);
-CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = uuid, FUNCTION = amq_contains, COMMUTATOR = <@);
-CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = bytea, FUNCTION = amq_contains, COMMUTATOR = <@);
-CREATE OPERATOR <@ (LEFTARG = anyelement, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
-CREATE OPERATOR <@ (LEFTARG = text, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
-CREATE OPERATOR <@ (LEFTARG = bigint, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
-CREATE OPERATOR <@ (LEFTARG = integer, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
-CREATE OPERATOR <@ (LEFTARG = smallint, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
-CREATE OPERATOR <@ (LEFTARG = uuid, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
-CREATE OPERATOR <@ (LEFTARG = bytea, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>);
+-- The estimator of @> and <@: a constant filter's keys and false-positive
+-- rate against the key column's statistics (see src/amq_selfuncs.c).
+CREATE FUNCTION amq_contains_sel(internal, oid, internal, integer) RETURNS float8
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION amq_contains_sel(internal, oid, internal, integer) IS 'restriction selectivity of filter @> key and key <@ filter';
+
+CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = anyelement, FUNCTION = amq_contains, COMMUTATOR = <@, RESTRICT = amq_contains_sel);
+CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = text, FUNCTION = amq_contains, COMMUTATOR = <@, RESTRICT = amq_contains_sel);
+CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = bigint, FUNCTION = amq_contains, COMMUTATOR = <@, RESTRICT = amq_contains_sel);
+CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = integer, FUNCTION = amq_contains, COMMUTATOR = <@, RESTRICT = amq_contains_sel);
+CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = smallint, FUNCTION = amq_contains, COMMUTATOR = <@, RESTRICT = amq_contains_sel);
+CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = uuid, FUNCTION = amq_contains, COMMUTATOR = <@, RESTRICT = amq_contains_sel);
+CREATE OPERATOR @> (LEFTARG = amqfilter, RIGHTARG = bytea, FUNCTION = amq_contains, COMMUTATOR = <@, RESTRICT = amq_contains_sel);
+CREATE OPERATOR <@ (LEFTARG = anyelement, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>, RESTRICT = amq_contains_sel);
+CREATE OPERATOR <@ (LEFTARG = text, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>, RESTRICT = amq_contains_sel);
+CREATE OPERATOR <@ (LEFTARG = bigint, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>, RESTRICT = amq_contains_sel);
+CREATE OPERATOR <@ (LEFTARG = integer, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>, RESTRICT = amq_contains_sel);
+CREATE OPERATOR <@ (LEFTARG = smallint, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>, RESTRICT = amq_contains_sel);
+CREATE OPERATOR <@ (LEFTARG = uuid, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>, RESTRICT = amq_contains_sel);
+CREATE OPERATOR <@ (LEFTARG = bytea, RIGHTARG = amqfilter, FUNCTION = amq_contained, COMMUTATOR = @>, RESTRICT = amq_contains_sel);
 
 COMMENT ON OPERATOR @> (amqfilter, anyelement) IS 'may the filter contain the key?';
 COMMENT ON OPERATOR @> (amqfilter, text) IS 'may the filter contain the key?';

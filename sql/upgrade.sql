@@ -43,5 +43,13 @@ WHERE obj_description(p.oid, 'pg_proc') IS NULL
 -- and the upgraded extension works
 SELECT amq_remove(amq_add(amq_new('counting', 100), 1), 1) @> 1 AS removed;
 
+-- the upgrade gave every @> and <@ the estimator
+SELECT oprname, count(*) AS operators,
+	count(*) FILTER (WHERE oprrest = 'amq_contains_sel'::regproc) AS with_estimator
+FROM pg_operator
+WHERE oprname IN ('@>', '<@')
+	AND 'amqfilter'::regtype IN (oprleft, oprright)
+GROUP BY oprname ORDER BY oprname;
+
 \c :origdb
 DROP DATABASE bloomamq_upgrade;

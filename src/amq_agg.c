@@ -80,8 +80,8 @@ typedef struct AmqAggState
 	AmqFilter	f;
 } AmqAggState;
 
-static Datum agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s,
-							AmqKeyHasher *h);
+static pg_noinline Datum agg_trans_slow(FunctionCallInfo fcinfo,
+										AmqAggState *s, AmqKeyHasher *h);
 
 static MemoryContext
 agg_context(FunctionCallInfo fcinfo, const char *fname)
@@ -194,8 +194,12 @@ amq_agg_trans(PG_FUNCTION_ARGS)
 						  (AmqKeyHasher *) fcinfo->flinfo->fn_extra);
 }
 
-/* amq_agg_trans for the first row, a full buffer, or a fixed-size filter */
-static Datum
+/*
+ * amq_agg_trans for the first row, a full buffer, or a fixed-size filter.
+ * Not inlined: its frame and stack-protector check would otherwise be paid
+ * by every row of the fast path.
+ */
+static pg_noinline Datum
 agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
 {
 	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_trans");

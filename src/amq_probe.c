@@ -305,37 +305,57 @@ probe_hash(const AmqProbeCache *c, uint64 hash)
 	return c->ops->contains(f, hash);
 }
 
-/* Probe the cached filter for key. */
-static inline bool
-probe_key(AmqProbeCache *c, Datum key)
+/* A Parquet float filter: probe the other zero too (cold). */
+static pg_noinline bool
+probe_other_zero(AmqProbeCache *c, Datum key)
 {
 	uint64		other;
 
+	return AmqParquetOtherZero(c->active, key, &other) && probe_hash(c, other);
+}
+
+/*
+ * Probe the cached filter for key.  Inlined into the hot path, which takes
+ * no local's address (that would add a stack-protector check per call).
+ */
+static pg_attribute_always_inline bool
+probe_key(AmqProbeCache *c, Datum key)
+{
 	if (probe_hash(c, AmqHashDatum(c->active, key)))
 		return true;
 	/* Parquet's 0 and -0 are two values; SQL's are one */
-	return unlikely(c->active != &c->hashers.canon) &&
-		AmqParquetOtherZero(c->active, key, &other) && probe_hash(c, other);
+	return unlikely(c->active != &c->hashers.canon) && probe_other_zero(c, key);
 }
 
-static inline bool
+/* contains_one when the filter is not the cached in-memory one (cold) */
+static pg_noinline bool
+contains_one_slow(FunctionCallInfo fcinfo, int filterarg, int keyarg)
+{
+	AmqProbeCache *c = (AmqProbeCache *) fcinfo->flinfo->fn_extra;
+	Datum		key = PG_GETARG_DATUM(keyarg);
+	bool		result;
+
+	if (c == NULL)
+		c = probe_cache(fcinfo, filterarg, keyarg, false);
+	if (!cache_filter(fcinfo, c, PG_GETARG_DATUM(filterarg), key, &result))
+		return result;
+	return probe_key(c, key);
+}
+
+/*
+ * The per-row path of f @> key and key <@ f: one call, the cache check,
+ * the key's hash and one probe.
+ */
+static pg_attribute_always_inline bool
 contains_one(FunctionCallInfo fcinfo, int filterarg, int keyarg)
 {
 	AmqProbeCache *c = (AmqProbeCache *) fcinfo->flinfo->fn_extra;
 	Pointer		p = DatumGetPointer(PG_GETARG_DATUM(filterarg));
-	Datum		key = PG_GETARG_DATUM(keyarg);
-	bool		result;
-
-	if (unlikely(c == NULL))
-		c = probe_cache(fcinfo, filterarg, keyarg, false);
 
 	/* the hot path: the in-memory filter of the previous call */
-	if (likely(is_plain(p) && cache_holds_plain(c, p)))
-		return probe_key(c, key);
-
-	if (!cache_filter(fcinfo, c, PointerGetDatum(p), key, &result))
-		return result;
-	return probe_key(c, key);
+	if (likely(c != NULL && is_plain(p) && cache_holds_plain(c, p)))
+		return probe_key(c, PG_GETARG_DATUM(keyarg));
+	return contains_one_slow(fcinfo, filterarg, keyarg);
 }
 
 Datum

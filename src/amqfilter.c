@@ -21,6 +21,7 @@
 #include "utils/builtins.h"
 
 #include "amqfilter.h"
+#include "kind_blocked.h"
 
 PG_FUNCTION_INFO_V1(amqfilter_in);
 PG_FUNCTION_INFO_V1(amqfilter_out);
@@ -538,6 +539,11 @@ AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
 			AmqAllocator alloc = {build_alloc, build_free, NULL};
 
 			st = ops->build(&f, hashes, n, &alloc);
+		}
+		else if (kind == AMQ_KIND_BLOCKED && f.seed == 0)
+		{
+			/* sorted hashes fill the blocks in order, a block at a time */
+			amq_blocked_insert_run(f.payload, f.param[0], hashes, n);
 		}
 		else
 		{

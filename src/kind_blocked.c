@@ -155,6 +155,17 @@ blocked_check(const AmqFilter *f)
 	return AMQ_OK;
 }
 
+const uint32_t amq_blocked_bits[32] = {
+	UINT32_C(1) << 0, UINT32_C(1) << 1, UINT32_C(1) << 2, UINT32_C(1) << 3,
+	UINT32_C(1) << 4, UINT32_C(1) << 5, UINT32_C(1) << 6, UINT32_C(1) << 7,
+	UINT32_C(1) << 8, UINT32_C(1) << 9, UINT32_C(1) << 10, UINT32_C(1) << 11,
+	UINT32_C(1) << 12, UINT32_C(1) << 13, UINT32_C(1) << 14, UINT32_C(1) << 15,
+	UINT32_C(1) << 16, UINT32_C(1) << 17, UINT32_C(1) << 18, UINT32_C(1) << 19,
+	UINT32_C(1) << 20, UINT32_C(1) << 21, UINT32_C(1) << 22, UINT32_C(1) << 23,
+	UINT32_C(1) << 24, UINT32_C(1) << 25, UINT32_C(1) << 26, UINT32_C(1) << 27,
+	UINT32_C(1) << 28, UINT32_C(1) << 29, UINT32_C(1) << 30, UINT32_C(1) << 31
+};
+
 static AmqStatus
 blocked_add(AmqFilter *f, uint64_t hash)
 {

@@ -38,6 +38,12 @@
  * small, so running out means the keys were not distinct.  Scratch is
  * about 24 bytes per key, from the caller's allocator.
  *
+ * Out of cache every slot touched is a cache miss, so the build keeps a
+ * slot's count and hash xor in one entry (AmqFpSlot), and prefetches: the
+ * slots of a key some keys ahead while counting and assigning (keys are
+ * independent there, so their misses overlap), and the slots further down
+ * the stack while peeling.
+ *
  *-------------------------------------------------------------------------
  */
 #include <math.h>
@@ -119,9 +125,14 @@ xor_contains(const AmqFilter *f, uint64_t hash)
 	return amq_fp_match3(f->payload, p, f->param[1], h);
 }
 
+/* keys ahead whose slots the counting and assigning loops prefetch */
+#define XOR_PREFETCH_AHEAD	16
+/* slots down the peeling stack prefetched */
+#define XOR_PEEL_AHEAD		2
+
 /*
- * Scratch per slot: cnt and xh as kind_fingerprint.h describes, alone the
- * stack of slots holding one key; per key, order (the peel order).
+ * Scratch per slot: an AmqFpSlot (kind_fingerprint.h), alone the stack of
+ * slots holding one key; per key, order (the peel order).
  */
 static AmqStatus
 xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
@@ -132,8 +143,7 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 	const int	w = (int) f->param[1];
 	const uint32_t fpmask = amq_fp_mask(w);
 	const uint64_t orig_seed = f->seed;
-	uint64_t   *xh = NULL;
-	uint32_t   *cnt = NULL;
+	AmqFpSlot  *sl = NULL;
 	uint32_t   *alone = NULL;
 	uint32_t   *order = NULL;
 	AmqStatus	result = AMQ_ERR_BUILD_FAILED;
@@ -153,9 +163,8 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 
 	if (alloc == NULL || alloc->alloc == NULL)
 		return AMQ_ERR_NOMEM;
-	xh = amq_fp_alloc(alloc, nslots, sizeof(uint64_t));
-	cnt = xh ? amq_fp_alloc(alloc, nslots, sizeof(uint32_t)) : NULL;
-	alone = cnt ? amq_fp_alloc(alloc, nslots, sizeof(uint32_t)) : NULL;
+	sl = amq_fp_alloc(alloc, nslots, sizeof(AmqFpSlot));
+	alone = sl ? amq_fp_alloc(alloc, nslots, sizeof(uint32_t)) : NULL;
 	order = alone ? amq_fp_alloc(alloc, n, sizeof(uint32_t)) : NULL;
 	if (order == NULL)
 	{
@@ -171,15 +180,20 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		uint64_t	s;
 
 		/* count the keys of every slot */
-		memset(cnt, 0, nslots * sizeof(uint32_t));
-		memset(xh, 0, nslots * sizeof(uint64_t));
+		memset(sl, 0, nslots * sizeof(AmqFpSlot));
 		for (i = 0; i < n; i++)
 		{
 			uint64_t	h = amq_fp_hash(hashes[i], seed);
 			uint64_t	p[3];
 
+			if (i + XOR_PREFETCH_AHEAD < n)
+			{
+				xor_slots(amq_fp_hash(hashes[i + XOR_PREFETCH_AHEAD], seed),
+						  blocklen, p);
+				amq_fp_prefetch(sl, p);
+			}
 			xor_slots(h, blocklen, p);
-			amq_fp_count_key(cnt, xh, p, h);
+			amq_fp_count_key(sl, p, h);
 		}
 
 		/*
@@ -187,22 +201,29 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		 * happens at most once, so the stack never exceeds nslots.
 		 */
 		for (s = 0; s < nslots; s++)
-			if ((cnt[s] >> 2) == 1)
+			if ((sl[s].cnt >> 2) == 1)
 				alone[top++] = (uint32_t) s;
 		while (top > 0)
 		{
 			uint32_t	slot = alone[--top];
-			uint32_t	c = cnt[slot];
+			uint32_t	c;
 			uint64_t	h;
 			uint64_t	p[3];
 
+			/*
+			 * The slots further down the stack are popped next unless this
+			 * key pushes one (which is then in cache): fetch them meanwhile.
+			 */
+			if (top >= XOR_PEEL_AHEAD)
+				__builtin_prefetch(&sl[alone[top - XOR_PEEL_AHEAD]], 1, 0);
+			c = sl[slot].cnt;
 			if ((c >> 2) != 1)
 				continue;		/* its key was peeled from another slot */
-			h = xh[slot];
+			h = sl[slot].xh;
 			xor_slots(h, blocklen, p);
 			order[npeeled++] = slot;
-			cnt[slot] = 0;
-			amq_fp_unpeel_others(cnt, xh, alone, &top, p, c & 3, h);
+			sl[slot].cnt = 0;
+			amq_fp_unpeel_others(sl, alone, &top, p, c & 3, h);
 		}
 
 		if (npeeled == n)
@@ -211,9 +232,11 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			for (i = n; i-- > 0;)
 			{
 				uint32_t	slot = order[i];
-				uint64_t	h = xh[slot];
+				uint64_t	h = sl[slot].xh;
 				uint64_t	p[3];
 
+				if (i >= XOR_PREFETCH_AHEAD)
+					__builtin_prefetch(&sl[order[i - XOR_PREFETCH_AHEAD]], 0, 0);
 				xor_slots(h, blocklen, p);
 				amq_fp_assign(f->payload, slot, w, fpmask, p, h);
 			}
@@ -223,15 +246,14 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		}
 
 		/* duplicate keys: no seed will ever separate them */
-		if (amq_fp_has_duplicate(cnt, xh, nslots))
+		if (amq_fp_has_duplicate(sl, nslots))
 			break;
 	}
 
 done:
 	amq_fp_free(alloc, order);
 	amq_fp_free(alloc, alone);
-	amq_fp_free(alloc, cnt);
-	amq_fp_free(alloc, xh);
+	amq_fp_free(alloc, sl);
 	return result;
 }
 
