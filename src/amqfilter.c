@@ -5,8 +5,8 @@
  *	  helpers every SQL function uses to make, read and check filters.
  *
  * Every way bytes enter as a filter (text input, binary receive, the bytea
- * cast, aggregate deserialization) goes through AmqFilterFromBytes(), which
- * runs amq_parse(): one validation, shared by all of them.  A stored filter
+ * cast, aggregate deserialization) runs amq_parse(): one validation, in
+ * pure C, shared by all of them and fuzzed as it ships (test/fuzz).  A stored filter
  * has passed it, so reading one back only decodes the header.
  *
  *-------------------------------------------------------------------------
@@ -54,22 +54,16 @@ AmqFilterFinish(struct varlena *v, AmqFilter *f)
 }
 
 /*
- * Validate untrusted bytes as a filter and return them as a new varlena.
+ * Report why amq_parse() refused len bytes (st is not AMQ_OK).
  * errcode_malformed is the SQLSTATE for structural damage: invalid text
  * representation for text input, invalid binary representation otherwise.
  */
-struct varlena *
-AmqFilterFromBytes(const uint8 *bytes, Size len, int errcode_malformed)
+void
+AmqFilterParseError(AmqStatus st, const uint8 *bytes, Size len,
+					int errcode_malformed)
 {
-	AmqFilter	f;
-	AmqStatus	st;
-	struct varlena *v;
-
-	st = amq_parse(bytes, len, &f);
 	switch (st)
 	{
-		case AMQ_OK:
-			break;
 		case AMQ_ERR_VERSION:
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -92,8 +86,31 @@ AmqFilterFromBytes(const uint8 *bytes, Size len, int errcode_malformed)
 							   len < AMQ_HEADER_SIZE ? "truncated header" :
 							   amq_status_message(st), (size_t) len)));
 	}
+}
 
-	v = (struct varlena *) palloc(VARHDRSZ + len);
+/*
+ * Validate untrusted bytes as a filter and return them as a new varlena.
+ * All validation is amq_parse(), pure C, so that the fuzz harnesses run
+ * exactly what every input path runs.
+ */
+struct varlena *
+AmqFilterFromBytes(const uint8 *bytes, Size len, int errcode_malformed)
+{
+	AmqFilter	f;
+	AmqStatus	st;
+
+	st = amq_parse(bytes, len, &f);
+	if (st != AMQ_OK)
+		AmqFilterParseError(st, bytes, len, errcode_malformed);
+	return AmqFilterCopyBytes(bytes, len);
+}
+
+/* A new varlena holding len bytes of a filter that passed amq_parse(). */
+struct varlena *
+AmqFilterCopyBytes(const uint8 *bytes, Size len)
+{
+	struct varlena *v = (struct varlena *) palloc(VARHDRSZ + len);
+
 	SET_VARSIZE(v, VARHDRSZ + len);
 	memcpy(VARDATA(v), bytes, len);
 	return v;
