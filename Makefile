@@ -107,3 +107,12 @@ fuzz-smoke: fuzz-build
 	FUZZ_HARNESSES="$(FUZZ_HARNESSES)" test/fuzz/run smoke $(FUZZ_RUNS)
 
 EXTRA_CLEAN += $(FUZZ_BINS) test/fuzz/make_corpus test/fuzz/corpus test/fuzz/work
+
+# The regression suite with the server under valgrind's memcheck, and the
+# strict builds (gcc and clang, -Werror, assertions compiled).
+.PHONY: valgrind-check strict-build
+valgrind-check:
+	PG_CONFIG=$(PG_CONFIG) tools/valgrind-check
+
+strict-build:
+	PG_CONFIG=$(PG_CONFIG) tools/strict-build
