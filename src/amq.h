@@ -35,6 +35,7 @@
 #ifndef AMQ_H
 #define AMQ_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,6 +53,13 @@
 #define AMQ_MAX_PAYLOAD		(AMQ_MAX_BYTES - AMQ_HEADER_SIZE)
 
 #define AMQ_FPR_MAX			0.5
+
+/*
+ * Largest key count a header may hold: no filter of a PostgreSQL-sized
+ * payload holds more keys, and counts saturate here so that a filter the
+ * input gate accepted is still accepted after adds and unions.
+ */
+#define AMQ_MAX_NKEYS		((uint64_t) 1 << 62)
 
 typedef enum AmqStatus
 {
@@ -404,6 +412,26 @@ amq_mix64(uint64_t x)
 	x *= 0x94d049bb133111ebULL;
 	x ^= x >> 31;
 	return x;
+}
+
+/* Count one more key, saturating at AMQ_MAX_NKEYS. */
+static inline void
+amq_count_add(AmqFilter *f)
+{
+	if (f->nkeys < AMQ_MAX_NKEYS)
+		f->nkeys++;
+}
+
+/* A key count from an estimate: rounded, within [0, AMQ_MAX_NKEYS]. */
+static inline uint64_t
+amq_nkeys_from_estimate(double est)
+{
+	/* written so that NaN gives 0 */
+	if (!(est > 0.0))
+		return 0;
+	if (est >= (double) AMQ_MAX_NKEYS)
+		return AMQ_MAX_NKEYS;
+	return (uint64_t) rint(est);
 }
 
 /* The hash a kind works with: the key hash, remixed when seeded. */

@@ -212,8 +212,7 @@ amq_parse(const uint8_t *buf, size_t len, AmqFilter *out)
 		return AMQ_ERR_CORRUPT;
 	if (amq_check_fpr(out->fpr) != AMQ_OK)
 		return AMQ_ERR_CORRUPT;
-	/* no filter of a PostgreSQL-sized payload holds more than 2^62 keys */
-	if (out->nkeys > ((uint64_t) 1 << 62))
+	if (out->nkeys > AMQ_MAX_NKEYS)
 		return AMQ_ERR_CORRUPT;
 	if (ops->check(out) != AMQ_OK)
 		return AMQ_ERR_CORRUPT;
@@ -562,6 +561,6 @@ amq_parquet_describe(AmqFilter *f)
 	amq_blocked_ops.stats(f, &st);
 	f->fpr = st.est_fpr < 1e-12 ? 1e-12 :
 		(st.est_fpr > AMQ_FPR_MAX ? AMQ_FPR_MAX : st.est_fpr);
-	f->nkeys = (uint64_t) rint(st.est_distinct);
+	f->nkeys = amq_nkeys_from_estimate(st.est_distinct);
 	f->flags |= AMQ_FLAG_NKEYS_ESTIMATED;
 }

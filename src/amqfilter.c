@@ -348,7 +348,7 @@ AmqMergeOrError(AmqFilter *f, const AmqFilter *g, AmqMergeOp op)
 	if (op == AMQ_MERGE_INTERSECT || (f->nkeys > 0 && g->nkeys > 0) ||
 		(g->flags & AMQ_FLAG_NKEYS_ESTIMATED))
 		f->flags |= AMQ_FLAG_NKEYS_ESTIMATED;
-	f->nkeys = (uint64) rint(Min(Max(st.est_distinct, lo), hi));
+	f->nkeys = amq_nkeys_from_estimate(Min(Max(st.est_distinct, lo), hi));
 }
 
 /* Raise the standard error when a kind lacks a capability. */
@@ -420,7 +420,7 @@ AmqAddHash(struct varlena **v, AmqFilter *f, const AmqKindOps *ops, uint64 hash)
 		filter_full(ops);
 	if (st != AMQ_OK)
 		elog(ERROR, "could not add to amqfilter: %s", amq_status_message(st));
-	f->nkeys++;
+	amq_count_add(f);
 }
 
 /*

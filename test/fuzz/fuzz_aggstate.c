@@ -53,7 +53,7 @@ build_from_buffer(const AmqStateHeader *h)
 	if ((uint64_t) h->capacity > capacity)
 		capacity = (uint64_t) h->capacity;
 	/* a capacity far past the keys only makes a large empty filter */
-	if (capacity > ((uint64_t) 1 << 16))
+	if (capacity > 1024)
 		goto done;
 
 	for (int attempt = 0; attempt < 4; attempt++)
@@ -61,6 +61,9 @@ build_from_buffer(const AmqStateHeader *h)
 		st = amq_plan(&f, h->kind, capacity, h->fpr);
 		if (st != AMQ_OK)
 			goto done;			/* a rate the kind cannot reach: an ERROR */
+		/* large payloads (rates near 0) cost time and find nothing new */
+		if (f.payload_len > 65536)
+			goto done;
 		f.key_family = h->key_family;
 		f.hash_scheme = h->hash_scheme;
 		f.key_type = h->key_type;

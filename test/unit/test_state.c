@@ -3,7 +3,7 @@
  * test_state.c
  *	  Unit tests of the serialized aggregate state (amq_state_parse, the
  *	  validation amq_agg_deserialize runs) and of the Parquet bitset import
- *	  (amq_parquet_describe).
+ *	  (amq_parquet_describe), and the saturation of key counts.
  *
  *-------------------------------------------------------------------------
  */
@@ -250,9 +250,30 @@ test_parquet_import(void)
 	free(buf);
 }
 
+/* key counts saturate where the input gate stops accepting them */
+static void
+test_key_counts(void)
+{
+	AmqFilter	f;
+
+	memset(&f, 0, sizeof(f));
+	f.nkeys = AMQ_MAX_NKEYS - 1;
+	amq_count_add(&f);
+	amq_count_add(&f);
+	check(f.nkeys == AMQ_MAX_NKEYS, "counts: adds saturate at 2^62", "%llu",
+		  (unsigned long long) f.nkeys);
+	check(amq_nkeys_from_estimate(INFINITY) == AMQ_MAX_NKEYS &&
+		  amq_nkeys_from_estimate(1e30) == AMQ_MAX_NKEYS &&
+		  amq_nkeys_from_estimate(NAN) == 0 &&
+		  amq_nkeys_from_estimate(-1.0) == 0 &&
+		  amq_nkeys_from_estimate(41.6) == 42,
+		  "counts: estimates clamped to [0, 2^62]", NULL);
+}
+
 void
 test_state(void)
 {
+	test_key_counts();
 	test_state_buffer();
 	test_state_filter();
 	test_parquet_import();
