@@ -35,6 +35,7 @@
 #ifndef AMQ_H
 #define AMQ_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,6 +53,13 @@
 #define AMQ_MAX_PAYLOAD		(AMQ_MAX_BYTES - AMQ_HEADER_SIZE)
 
 #define AMQ_FPR_MAX			0.5
+
+/*
+ * Largest key count a header may hold: no filter of a PostgreSQL-sized
+ * payload holds more keys, and counts saturate here so that a filter the
+ * input gate accepted is still accepted after adds and unions.
+ */
+#define AMQ_MAX_NKEYS		((uint64_t) 1 << 62)
 
 typedef enum AmqStatus
 {
@@ -253,6 +261,53 @@ extern size_t amq_base64_encode(const uint8_t *src, size_t len, char *dst);
 extern bool amq_base64_decode(const char *src, size_t len, uint8_t *dst,
 							  size_t *dstlen);
 extern const char *amq_status_message(AmqStatus st);
+extern AmqStatus amq_check_keyinfo(int kind, int hash_scheme, int key_family,
+								   uint32_t key_type, uint64_t seed);
+
+/*
+ * amq_format.c: the serialized state of the amq_agg aggregates, 32 bytes
+ * little-endian:
+ *
+ *	 0 version (AMQ_STATE_VERSION), 1 mode (AmqStateMode), 2 kind,
+ *	 3 key family, 4 hash scheme, 5..7 zero, 8 key type (4), 12 zero (4),
+ *	 16 fpr (8), 24 capacity (8, 0: none)
+ *
+ * then the sorted distinct 64-bit hashes (buffer mode) or a serialized
+ * filter (filter mode).
+ */
+#define AMQ_STATE_VERSION		1
+#define AMQ_STATE_HEADER		32
+/* hashes a serialized state (and so any state) may hold: under 1 GB */
+#define AMQ_STATE_MAX_HASHES	((uint64_t) 120 * 1000 * 1000)
+
+typedef enum AmqStateMode
+{
+	AMQ_STATE_BUFFER = 0,
+	AMQ_STATE_FILTER = 1
+} AmqStateMode;
+
+typedef struct AmqStateHeader
+{
+	uint8_t		mode;
+	uint8_t		kind;
+	uint8_t		key_family;
+	uint8_t		hash_scheme;
+	uint32_t	key_type;
+	double		fpr;
+	int64_t		capacity;
+	const uint8_t *body;		/* what follows the header */
+	size_t		body_len;
+	size_t		nhashes;		/* buffer mode: body_len / 8 */
+} AmqStateHeader;
+
+extern void amq_state_write_header(const AmqStateHeader *h, uint8_t *buf);
+extern AmqStatus amq_state_parse(const uint8_t *buf, size_t len,
+								 AmqStateHeader *out, AmqFilter *filter,
+								 const char **why);
+
+/* amq_format.c: Parquet split block bitsets as blocked filters */
+extern bool amq_parquet_bitset_ok(uint64_t len);
+extern void amq_parquet_describe(AmqFilter *f);
 
 /*
  * kind_bloom.c: the Bloom geometry that bloom and counting share, and the
@@ -359,6 +414,26 @@ amq_mix64(uint64_t x)
 	x *= 0x94d049bb133111ebULL;
 	x ^= x >> 31;
 	return x;
+}
+
+/* Count one more key, saturating at AMQ_MAX_NKEYS. */
+static inline void
+amq_count_add(AmqFilter *f)
+{
+	if (f->nkeys < AMQ_MAX_NKEYS)
+		f->nkeys++;
+}
+
+/* A key count from an estimate: rounded, within [0, AMQ_MAX_NKEYS]. */
+static inline uint64_t
+amq_nkeys_from_estimate(double est)
+{
+	/* written so that NaN gives 0 */
+	if (!(est > 0.0))
+		return 0;
+	if (est >= (double) AMQ_MAX_NKEYS)
+		return AMQ_MAX_NKEYS;
+	return (uint64_t) rint(est);
 }
 
 /* The hash a kind works with: the key hash, remixed when seeded. */

@@ -49,16 +49,13 @@ PG_FUNCTION_INFO_V1(amq_union_agg_trans);
 
 #define INITIAL_HASHES	8
 #define DEDUP_MIN		((Size) 1 << 24)
-/* hashes a serialized state (and so any state) may hold: under 1 GB */
-#define MAX_HASHES		((Size) 120 * 1000 * 1000)
+#define MAX_HASHES		((Size) AMQ_STATE_MAX_HASHES)
 
-#define SERIAL_VERSION	1
-#define SERIAL_HEADER	32
-
+/* the modes are those of the serialized state (amq.h) */
 typedef enum AggMode
 {
-	AGG_BUFFER = 0,
-	AGG_FILTER = 1
+	AGG_BUFFER = AMQ_STATE_BUFFER,
+	AGG_FILTER = AMQ_STATE_FILTER
 } AggMode;
 
 typedef struct AmqAggState
@@ -374,12 +371,7 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(a);
 }
 
-/*
- * Serialized state, little-endian:
- *	 0 version, 1 mode, 2 kind, 3 key family, 4 hash scheme, 5..7 zero,
- *	 8 key type (4), 12 zero (4), 16 fpr (8), 24 capacity (8);
- *	 then the sorted distinct hashes (buffer) or the filter's bytes.
- */
+/* The serialized state's layout is in amq.h (amq_state_write_header). */
 Datum
 amq_agg_serialize(PG_FUNCTION_ARGS)
 {
@@ -388,7 +380,7 @@ amq_agg_serialize(PG_FUNCTION_ARGS)
 	Size		body;
 	bytea	   *out;
 	uint8	   *p;
-	uint64		fprbits;
+	AmqStateHeader hdr = {0};
 
 	agg_context(fcinfo, "amq_agg_serialize");
 	if (s->mode == AGG_BUFFER)
@@ -402,57 +394,24 @@ amq_agg_serialize(PG_FUNCTION_ARGS)
 		amq_write_header(&s->f, (uint8 *) VARDATA(s->filter));
 		body = VARSIZE(s->filter) - VARHDRSZ;
 	}
-	out = (bytea *) palloc(VARHDRSZ + SERIAL_HEADER + body);
-	SET_VARSIZE(out, VARHDRSZ + SERIAL_HEADER + body);
+	out = (bytea *) palloc(VARHDRSZ + AMQ_STATE_HEADER + body);
+	SET_VARSIZE(out, VARHDRSZ + AMQ_STATE_HEADER + body);
 	p = (uint8 *) VARDATA(out);
-	memset(p, 0, SERIAL_HEADER);
-	p[0] = SERIAL_VERSION;
-	p[1] = (uint8) s->mode;
-	p[2] = s->kind;
-	p[3] = ki->key_family;
-	p[4] = ki->hash_scheme;
-	amq_store32(p + 8, ki->key_type);
-	memcpy(&fprbits, &s->fpr, 8);
-	amq_store64(p + 16, fprbits);
-	amq_store64(p + 24, (uint64) s->capacity);
-	p += SERIAL_HEADER;
+	hdr.mode = (uint8) s->mode;
+	hdr.kind = s->kind;
+	hdr.key_family = ki->key_family;
+	hdr.hash_scheme = ki->hash_scheme;
+	hdr.key_type = ki->key_type;
+	hdr.fpr = s->fpr;
+	hdr.capacity = s->capacity;
+	amq_state_write_header(&hdr, p);
+	p += AMQ_STATE_HEADER;
 	if (s->mode == AGG_BUFFER)
 		for (Size i = 0; i < s->nhashes; i++)
 			amq_store64(p + 8 * i, s->hashes[i]);
 	else
 		memcpy(p, VARDATA(s->filter), body);
 	PG_RETURN_BYTEA_P(out);
-}
-
-/*
- * Would a filter of the state's kind with its key family, hash scheme and
- * key type pass validation?  Asked of amq_parse, the one validation gate,
- * with a one-key filter.
- */
-static bool
-keyinfo_valid(const AmqAggState *s)
-{
-	AmqFilter	f;
-	uint8	   *buf;
-	bool		ok;
-
-	if (amq_plan(&f, s->kind, 1, s->fpr) != AMQ_OK)
-		return false;
-	if (s->keyinfo.hash_scheme == AMQ_HASH_PARQUET)
-	{
-		if (s->kind != AMQ_KIND_BLOCKED)
-			return false;
-		AmqPlanParquet(&f);
-	}
-	f.key_family = s->keyinfo.key_family;
-	f.hash_scheme = s->keyinfo.hash_scheme;
-	f.key_type = s->keyinfo.key_type;
-	buf = palloc0(AMQ_HEADER_SIZE + f.payload_len);
-	f.payload = buf + AMQ_HEADER_SIZE;
-	amq_write_header(&f, buf);
-	ok = amq_parse(buf, AMQ_HEADER_SIZE + f.payload_len, &f) == AMQ_OK;
-	pfree(buf);
-	return ok;
 }
 
 static void
@@ -464,64 +423,53 @@ bad_state(const char *why)
 			 errdetail("%s", why)));
 }
 
-/* Serialized states are validated like any other untrusted input. */
+/*
+ * Serialized states are validated like any other untrusted input, all of
+ * it by amq_state_parse() (pure C, fuzzed as it ships).
+ */
 Datum
 amq_agg_deserialize(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_deserialize");
 	bytea	   *in = PG_GETARG_BYTEA_PP(0);
-	const uint8 *p = (const uint8 *) VARDATA_ANY(in);
-	Size		len = VARSIZE_ANY_EXHDR(in);
+	AmqStateHeader hdr;
+	AmqFilter	f;
+	AmqStatus	st;
+	const char *why;
 	AmqAggState *s;
-	uint64		fprbits;
-	Size		body;
 
-	if (len < SERIAL_HEADER)
-		bad_state("truncated header");
-	if (p[0] != SERIAL_VERSION)
-		bad_state("unknown version");
-	if (p[1] > AGG_FILTER || p[5] || p[6] || p[7] || amq_load32(p + 12))
-		bad_state("bad mode or reserved bytes");
-	if (amq_kind_ops(p[2]) == NULL)
-		bad_state("unknown kind");
+	st = amq_state_parse((const uint8 *) VARDATA_ANY(in),
+						 VARSIZE_ANY_EXHDR(in), &hdr, &f, &why);
+	if (st != AMQ_OK)
+	{
+		if (why != NULL)
+			bad_state(why);
+		AmqFilterParseError(st, hdr.body, hdr.body_len,
+							ERRCODE_INVALID_BINARY_REPRESENTATION);
+	}
 
 	s = state_new(aggcontext);
-	s->mode = (AggMode) p[1];
-	s->kind = p[2];
-	s->keyinfo.key_family = p[3];
-	s->keyinfo.hash_scheme = p[4];
-	s->keyinfo.key_type = amq_load32(p + 8);
-	fprbits = amq_load64(p + 16);
-	memcpy(&s->fpr, &fprbits, 8);
-	s->capacity = (int64) amq_load64(p + 24);
-	if (amq_check_fpr(s->fpr) != AMQ_OK || s->capacity < 0)
-		bad_state("bad fpr or capacity");
-	if (!keyinfo_valid(s))
-		bad_state("bad key family or hash scheme");
-
-	p += SERIAL_HEADER;
-	body = len - SERIAL_HEADER;
+	s->mode = (AggMode) hdr.mode;
+	s->kind = hdr.kind;
+	s->keyinfo.key_family = hdr.key_family;
+	s->keyinfo.hash_scheme = hdr.hash_scheme;
+	s->keyinfo.key_type = hdr.key_type;
+	s->fpr = hdr.fpr;
+	s->capacity = hdr.capacity;
 	if (s->mode == AGG_BUFFER)
 	{
-		Size		n = body / sizeof(uint64);
-
-		if (body % sizeof(uint64) != 0 || n > MAX_HASHES)
-			bad_state("bad hash array length");
-		buffer_reserve(s, n, aggcontext);
-		for (Size i = 0; i < n; i++)
-			s->hashes[i] = amq_load64(p + 8 * i);
-		s->nhashes = n;
+		buffer_reserve(s, hdr.nhashes, aggcontext);
+		for (Size i = 0; i < hdr.nhashes; i++)
+			s->hashes[i] = amq_load64(hdr.body + 8 * i);
+		s->nhashes = hdr.nhashes;
 	}
 	else
 	{
 		MemoryContext old = MemoryContextSwitchTo(aggcontext);
-		struct varlena *v = AmqFilterFromBytes(p, body,
-											   ERRCODE_INVALID_BINARY_REPRESENTATION);
+		struct varlena *v = AmqFilterCopyBytes(hdr.body, hdr.body_len);
 
 		MemoryContextSwitchTo(old);
 		state_set_filter(s, v);
-		if (s->f.kind != s->kind || s->f.key_family != s->keyinfo.key_family)
-			bad_state("filter does not match the state");
 	}
 	PG_RETURN_POINTER(s);
 }

@@ -125,6 +125,62 @@ amq_parse_trusted(const uint8_t *buf, size_t len, AmqFilter *out)
 }
 
 /*
+ * Do the key fields of a header go together?  Shared by amq_parse() and the
+ * validation of serialized aggregate states.
+ */
+AmqStatus
+amq_check_keyinfo(int kind, int hash_scheme, int key_family,
+				  uint32_t key_type, uint64_t seed)
+{
+	if (key_family > AMQ_FAMILY_MAX)
+		return AMQ_ERR_CORRUPT;
+	/* the type-hash scheme goes with the "other" family, and only it */
+	if (hash_scheme == AMQ_HASH_XXH3)
+	{
+		if (key_family == AMQ_FAMILY_OTHER || key_type != 0)
+			return AMQ_ERR_CORRUPT;
+	}
+	else if (hash_scheme == AMQ_HASH_TYPE)
+	{
+		if (key_family != AMQ_FAMILY_OTHER || key_type == 0)
+			return AMQ_ERR_CORRUPT;
+	}
+	else if (hash_scheme == AMQ_HASH_PARQUET)
+	{
+		/*
+		 * Parquet's split block filter: the blocked layout unseeded, keys
+		 * of a family with a Parquet physical type; integers and floats
+		 * name their width.
+		 */
+		if (kind != AMQ_KIND_BLOCKED || seed != 0)
+			return AMQ_ERR_CORRUPT;
+		switch (key_family)
+		{
+			case AMQ_FAMILY_INT:
+			case AMQ_FAMILY_FLOAT:
+				if (key_type != 4 && key_type != 8)
+					return AMQ_ERR_CORRUPT;
+				break;
+			case AMQ_FAMILY_NONE:
+			case AMQ_FAMILY_TEXT:
+			case AMQ_FAMILY_BYTEA:
+			case AMQ_FAMILY_UUID:
+			case AMQ_FAMILY_DATE:
+			case AMQ_FAMILY_TIMESTAMP:
+			case AMQ_FAMILY_TIMESTAMPTZ:
+				if (key_type != 0)
+					return AMQ_ERR_CORRUPT;
+				break;
+			default:
+				return AMQ_ERR_CORRUPT;
+		}
+	}
+	else
+		return AMQ_ERR_CORRUPT;
+	return AMQ_OK;
+}
+
+/*
  * Validate untrusted bytes and decode them.  Nothing in "out" may be used
  * unless AMQ_OK is returned.
  */
@@ -149,57 +205,14 @@ amq_parse(const uint8_t *buf, size_t len, AmqFilter *out)
 		return AMQ_ERR_CORRUPT;
 	if (out->payload_len != len - AMQ_HEADER_SIZE)
 		return AMQ_ERR_CORRUPT;
-	if (out->key_family > AMQ_FAMILY_MAX)
-		return AMQ_ERR_CORRUPT;
-	/* the type-hash scheme goes with the "other" family, and only it */
-	if (out->hash_scheme == AMQ_HASH_XXH3)
-	{
-		if (out->key_family == AMQ_FAMILY_OTHER || out->key_type != 0)
-			return AMQ_ERR_CORRUPT;
-	}
-	else if (out->hash_scheme == AMQ_HASH_TYPE)
-	{
-		if (out->key_family != AMQ_FAMILY_OTHER || out->key_type == 0)
-			return AMQ_ERR_CORRUPT;
-	}
-	else if (out->hash_scheme == AMQ_HASH_PARQUET)
-	{
-		/*
-		 * Parquet's split block filter: the blocked layout unseeded, keys
-		 * of a family with a Parquet physical type; integers and floats
-		 * name their width.
-		 */
-		if (out->kind != AMQ_KIND_BLOCKED || out->seed != 0)
-			return AMQ_ERR_CORRUPT;
-		switch (out->key_family)
-		{
-			case AMQ_FAMILY_INT:
-			case AMQ_FAMILY_FLOAT:
-				if (out->key_type != 4 && out->key_type != 8)
-					return AMQ_ERR_CORRUPT;
-				break;
-			case AMQ_FAMILY_NONE:
-			case AMQ_FAMILY_TEXT:
-			case AMQ_FAMILY_BYTEA:
-			case AMQ_FAMILY_UUID:
-			case AMQ_FAMILY_DATE:
-			case AMQ_FAMILY_TIMESTAMP:
-			case AMQ_FAMILY_TIMESTAMPTZ:
-				if (out->key_type != 0)
-					return AMQ_ERR_CORRUPT;
-				break;
-			default:
-				return AMQ_ERR_CORRUPT;
-		}
-	}
-	else
+	if (amq_check_keyinfo(out->kind, out->hash_scheme, out->key_family,
+						   out->key_type, out->seed) != AMQ_OK)
 		return AMQ_ERR_CORRUPT;
 	if ((out->flags & ~AMQ_FLAGS_KNOWN) != 0)
 		return AMQ_ERR_CORRUPT;
 	if (amq_check_fpr(out->fpr) != AMQ_OK)
 		return AMQ_ERR_CORRUPT;
-	/* no filter of a PostgreSQL-sized payload holds more than 2^62 keys */
-	if (out->nkeys > ((uint64_t) 1 << 62))
+	if (out->nkeys > AMQ_MAX_NKEYS)
 		return AMQ_ERR_CORRUPT;
 	if (ops->check(out) != AMQ_OK)
 		return AMQ_ERR_CORRUPT;
@@ -403,4 +416,151 @@ amq_merge_bits(uint8_t *dst, const uint8_t *src, uint64_t len, AmqMergeOp op)
 	}
 	for (; off < len; off++)
 		dst[off] = (op == AMQ_MERGE_UNION) ? (dst[off] | src[off]) : (dst[off] & src[off]);
+}
+
+/*
+ * The serialized state of the amq_agg aggregates (see amq.h for the
+ * layout).  Partial states cross process boundaries and may come from
+ * other systems (Citus ships them between nodes), so they are validated
+ * as strictly as filters: amq_state_parse() is what the aggregate's
+ * deserialize function runs, and it leaves nothing to check afterwards.
+ */
+void
+amq_state_write_header(const AmqStateHeader *h, uint8_t *buf)
+{
+	memset(buf, 0, AMQ_STATE_HEADER);
+	buf[0] = AMQ_STATE_VERSION;
+	buf[1] = h->mode;
+	buf[2] = h->kind;
+	buf[3] = h->key_family;
+	buf[4] = h->hash_scheme;
+	amq_store32(buf + 8, h->key_type);
+	store_double(buf + 16, h->fpr);
+	amq_store64(buf + 24, (uint64_t) h->capacity);
+}
+
+/*
+ * Validate a serialized state of len bytes and decode its header into
+ * *out.  A filter-mode state's filter is validated by amq_parse() and
+ * decoded into *filter; a buffer-mode state's hashes are out->nhashes
+ * little-endian words at out->body.
+ *
+ * On failure *why says what is wrong with the state itself, or is NULL
+ * when the embedded filter failed amq_parse() (whose status is returned).
+ */
+AmqStatus
+amq_state_parse(const uint8_t *buf, size_t len, AmqStateHeader *out,
+				AmqFilter *filter, const char **why)
+{
+	const AmqKindOps *ops;
+	AmqStatus	st;
+
+	*why = NULL;
+	memset(out, 0, sizeof(*out));
+	if (buf == NULL || len < AMQ_STATE_HEADER)
+	{
+		*why = "truncated header";
+		return AMQ_ERR_CORRUPT;
+	}
+	if (buf[0] != AMQ_STATE_VERSION)
+	{
+		*why = "unknown version";
+		return AMQ_ERR_VERSION;
+	}
+	if (buf[1] > AMQ_STATE_FILTER || buf[5] || buf[6] || buf[7] ||
+		amq_load32(buf + 12) != 0)
+	{
+		*why = "bad mode or reserved bytes";
+		return AMQ_ERR_CORRUPT;
+	}
+	out->mode = buf[1];
+	out->kind = buf[2];
+	out->key_family = buf[3];
+	out->hash_scheme = buf[4];
+	out->key_type = amq_load32(buf + 8);
+	out->fpr = load_double(buf + 16);
+	out->capacity = (int64_t) amq_load64(buf + 24);
+	out->body = buf + AMQ_STATE_HEADER;
+	out->body_len = len - AMQ_STATE_HEADER;
+
+	ops = amq_kind_ops(out->kind);
+	if (ops == NULL)
+	{
+		*why = "unknown kind";
+		return AMQ_ERR_CORRUPT;
+	}
+	/*
+	 * Whether the kind can reach the rate is for the final build to report,
+	 * as it does in a serial plan.  A capacity only for kinds built by adds.
+	 */
+	if (amq_check_fpr(out->fpr) != AMQ_OK || out->capacity < 0 ||
+		(out->capacity > 0 && !(ops->caps & AMQ_CAP_ADD)))
+	{
+		*why = "bad fpr or capacity";
+		return AMQ_ERR_CORRUPT;
+	}
+	if (amq_check_keyinfo(out->kind, out->hash_scheme, out->key_family,
+						  out->key_type, 0) != AMQ_OK)
+	{
+		*why = "bad key family or hash scheme";
+		return AMQ_ERR_CORRUPT;
+	}
+
+	if (out->mode == AMQ_STATE_BUFFER)
+	{
+		if (out->body_len % sizeof(uint64_t) != 0 ||
+			out->body_len / sizeof(uint64_t) > AMQ_STATE_MAX_HASHES)
+		{
+			*why = "bad hash array length";
+			return AMQ_ERR_CORRUPT;
+		}
+		out->nhashes = out->body_len / sizeof(uint64_t);
+		return AMQ_OK;
+	}
+
+	st = amq_parse(out->body, out->body_len, filter);
+	if (st != AMQ_OK)
+		return st;
+	if (filter->kind != out->kind || filter->key_family != out->key_family ||
+		filter->hash_scheme != out->hash_scheme ||
+		filter->key_type != out->key_type)
+	{
+		*why = "filter does not match the state";
+		return AMQ_ERR_CORRUPT;
+	}
+	return AMQ_OK;
+}
+
+/*
+ * Parquet split block bitsets (amq_from_parquet): a whole number of 32-byte
+ * blocks, at least one, that fits in a filter.
+ */
+bool
+amq_parquet_bitset_ok(uint64_t len)
+{
+	return len >= 32 && len % 32 == 0 && len <= AMQ_MAX_PAYLOAD;
+}
+
+/*
+ * Make f, whose payload holds a Parquet bitset of f->payload_len bytes
+ * (amq_parquet_bitset_ok) and whose key fields are set, a blocked filter
+ * with Parquet hashing: its geometry from the length, its rate and key
+ * count estimated from its bits.  The header is then written as for any
+ * filter.
+ */
+void
+amq_parquet_describe(AmqFilter *f)
+{
+	AmqStats	st;
+
+	f->kind = AMQ_KIND_BLOCKED;
+	f->hash_scheme = AMQ_HASH_PARQUET;
+	f->seed = 0;
+	f->param[0] = f->payload_len / 32;
+	f->param[1] = f->param[2] = 0;
+	amq_blocked_ops.stats(f, &st);
+	f->fpr = st.est_fpr < 1e-12 ? 1e-12 :
+		(st.est_fpr > AMQ_FPR_MAX ? AMQ_FPR_MAX : st.est_fpr);
+	f->nkeys = amq_nkeys_from_estimate(st.est_distinct);
+	f->flags |= AMQ_FLAG_NKEYS_ESTIMATED;
 }

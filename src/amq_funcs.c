@@ -245,7 +245,6 @@ amq_from_parquet(PG_FUNCTION_ARGS)
 	bytea	   *bits;
 	Size		len;
 	AmqFilter	f;
-	AmqStats	st;
 	struct varlena *v;
 
 	if (PG_ARGISNULL(0))
@@ -253,15 +252,13 @@ amq_from_parquet(PG_FUNCTION_ARGS)
 	bits = PG_GETARG_BYTEA_PP(0);
 	len = VARSIZE_ANY_EXHDR(bits);
 
-	if (len < 32 || len % 32 != 0 || len > AMQ_MAX_PAYLOAD)
+	if (!amq_parquet_bitset_ok(len))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("invalid Parquet split block filter bitset of %zu bytes", len),
 				 errdetail("A bitset is a whole number of 32-byte blocks, at least one, and at most 1 GB.")));
 	memset(&f, 0, sizeof(f));
 	f.kind = AMQ_KIND_BLOCKED;
-	f.hash_scheme = AMQ_HASH_PARQUET;
-	f.param[0] = len / 32;
 	f.payload_len = len;
 	if (!PG_ARGISNULL(1))
 	{
@@ -275,12 +272,8 @@ amq_from_parquet(PG_FUNCTION_ARGS)
 	}
 	v = AmqFilterAlloc(&f);
 	memcpy(f.payload, VARDATA_ANY(bits), len);
-
-	/* what the bitset says of itself */
-	amq_blocked_ops.stats(&f, &st);
-	f.fpr = Min(Max(st.est_fpr, 1e-12), AMQ_FPR_MAX);
-	f.nkeys = (uint64) rint(st.est_distinct);
-	f.flags |= AMQ_FLAG_NKEYS_ESTIMATED;
+	/* geometry from the length, rate and key count from the bits */
+	amq_parquet_describe(&f);
 	return AmqFilterFinish(v, &f);
 }
 

@@ -5,8 +5,8 @@
  *	  helpers every SQL function uses to make, read and check filters.
  *
  * Every way bytes enter as a filter (text input, binary receive, the bytea
- * cast, aggregate deserialization) goes through AmqFilterFromBytes(), which
- * runs amq_parse(): one validation, shared by all of them.  A stored filter
+ * cast, aggregate deserialization) runs amq_parse(): one validation, in
+ * pure C, shared by all of them and fuzzed as it ships (test/fuzz).  A stored filter
  * has passed it, so reading one back only decodes the header.
  *
  *-------------------------------------------------------------------------
@@ -55,22 +55,16 @@ AmqFilterFinish(struct varlena *v, AmqFilter *f)
 }
 
 /*
- * Validate untrusted bytes as a filter and return them as a new varlena.
+ * Report why amq_parse() refused len bytes (st is not AMQ_OK).
  * errcode_malformed is the SQLSTATE for structural damage: invalid text
  * representation for text input, invalid binary representation otherwise.
  */
-struct varlena *
-AmqFilterFromBytes(const uint8 *bytes, Size len, int errcode_malformed)
+void
+AmqFilterParseError(AmqStatus st, const uint8 *bytes, Size len,
+					int errcode_malformed)
 {
-	AmqFilter	f;
-	AmqStatus	st;
-	struct varlena *v;
-
-	st = amq_parse(bytes, len, &f);
 	switch (st)
 	{
-		case AMQ_OK:
-			break;
 		case AMQ_ERR_VERSION:
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -93,8 +87,31 @@ AmqFilterFromBytes(const uint8 *bytes, Size len, int errcode_malformed)
 							   len < AMQ_HEADER_SIZE ? "truncated header" :
 							   amq_status_message(st), (size_t) len)));
 	}
+}
 
-	v = (struct varlena *) palloc(VARHDRSZ + len);
+/*
+ * Validate untrusted bytes as a filter and return them as a new varlena.
+ * All validation is amq_parse(), pure C, so that the fuzz harnesses run
+ * exactly what every input path runs.
+ */
+struct varlena *
+AmqFilterFromBytes(const uint8 *bytes, Size len, int errcode_malformed)
+{
+	AmqFilter	f;
+	AmqStatus	st;
+
+	st = amq_parse(bytes, len, &f);
+	if (st != AMQ_OK)
+		AmqFilterParseError(st, bytes, len, errcode_malformed);
+	return AmqFilterCopyBytes(bytes, len);
+}
+
+/* A new varlena holding len bytes of a filter that passed amq_parse(). */
+struct varlena *
+AmqFilterCopyBytes(const uint8 *bytes, Size len)
+{
+	struct varlena *v = (struct varlena *) palloc(VARHDRSZ + len);
+
 	SET_VARSIZE(v, VARHDRSZ + len);
 	memcpy(VARDATA(v), bytes, len);
 	return v;
@@ -374,7 +391,7 @@ AmqMergeOrError(AmqFilter *f, const AmqFilter *g, AmqMergeOp op)
 	if (op == AMQ_MERGE_INTERSECT || (f->nkeys > 0 && g->nkeys > 0) ||
 		(g->flags & AMQ_FLAG_NKEYS_ESTIMATED))
 		f->flags |= AMQ_FLAG_NKEYS_ESTIMATED;
-	f->nkeys = (uint64) rint(Min(Max(st.est_distinct, lo), hi));
+	f->nkeys = amq_nkeys_from_estimate(Min(Max(st.est_distinct, lo), hi));
 }
 
 /* Raise the standard error when a kind lacks a capability. */
@@ -446,7 +463,7 @@ AmqAddHash(struct varlena **v, AmqFilter *f, const AmqKindOps *ops, uint64 hash)
 		filter_full(ops);
 	if (st != AMQ_OK)
 		elog(ERROR, "could not add to amqfilter: %s", amq_status_message(st));
-	f->nkeys++;
+	amq_count_add(f);
 }
 
 /*

@@ -535,6 +535,8 @@ main(void)
 		test_fuse();
 	if (test_ribbon)
 		test_ribbon();
+	if (test_state)
+		test_state();
 
 	time_sort();
 	time_probes(&amq_bloom_ops);
