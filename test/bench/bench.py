@@ -233,7 +233,8 @@ def ratio(a, b):
     medians, of the backend's median CPU time; None where not measured."""
     return ((best[a] / best[b]) if a in best and b in best else None,
             (med[a] / med[b]) if a in med and b in med else None,
-            (cpu[a] / cpu[b]) if a in cpu and b in cpu and cpu[b] > 0 else None)
+            # CPU time counts in clock ticks (10 ms): too coarse for short figures
+            (cpu[a] / cpu[b]) if a in cpu and b in cpu and cpu[b] >= 0.2 else None)
 
 
 def value(v):
