@@ -180,42 +180,32 @@ amq_fp_input_ok(const uint64_t *hashes, size_t n, uint64_t nslots)
 }
 
 /*
- * The peeling scratch of a build, one AmqFpSlot per slot: cnt holds 4 *
- * (keys in the slot) plus, in its low two bits, the xor of which of its
- * three slots (0, 1, 2) this one is for each key; xh the xor of the keys'
- * hashes.  When a slot holds one key, xh is that key and the low bits of
- * cnt say which of its slots this is.  Both live in one packed 12-byte
- * entry, so that counting, peeling and assigning touch one cache line per
- * slot (two for the one entry in eight that straddles a line), not one per
- * array: an xor build out of cache is a string of such misses.  Packed,
- * not padded to 16: fuse, whose slots are near each other, pays for every
- * byte of scratch it streams.
+ * The peeling scratch of a build, per slot: cnt holds 4 * (keys in the
+ * slot) plus, in its low two bits, the xor of which of its three slots
+ * (0, 1, 2) this one is for each key; xh the xor of the keys' hashes.  When
+ * a slot holds one key, xh is that key and the low bits of cnt say which of
+ * its slots this is.
+ *
+ * Two layouts of the same scratch.  fuse, whose three slots lie in one
+ * window and whose keys are bucketed by window, streams through two arrays,
+ * cnt[] and xh[].  xor's slots are unrelated cache misses, so it keeps both
+ * fields of a slot in one packed 12-byte entry (AmqFpSlot): one line per
+ * slot touched (two for the one entry in eight that straddles a line), not
+ * one per array.  Padded to 16 bytes it would cost fuse-like streaming more
+ * than the straddles cost xor; packed, fuse still measured 6% slower with
+ * it than with two arrays, so fuse keeps them.
  */
-typedef struct __attribute__((packed)) AmqFpSlot
-{
-	uint64_t	xh;
-	uint32_t	cnt;
-} AmqFpSlot;
 
 /* count key h, whose slots are p, into the scratch */
 static inline void
-amq_fp_count_key(AmqFpSlot *sl, const uint64_t *p, uint64_t h)
+amq_fp_count_key(uint32_t *cnt, uint64_t *xh, const uint64_t *p, uint64_t h)
 {
-	sl[p[0]].cnt += 4;
-	sl[p[1]].cnt = (sl[p[1]].cnt + 4) ^ 1;
-	sl[p[2]].cnt = (sl[p[2]].cnt + 4) ^ 2;
-	sl[p[0]].xh ^= h;
-	sl[p[1]].xh ^= h;
-	sl[p[2]].xh ^= h;
-}
-
-/* prefetch, for writing, the scratch of slots p */
-static inline void
-amq_fp_prefetch(AmqFpSlot *sl, const uint64_t *p)
-{
-	__builtin_prefetch(&sl[p[0]], 1, 0);
-	__builtin_prefetch(&sl[p[1]], 1, 0);
-	__builtin_prefetch(&sl[p[2]], 1, 0);
+	cnt[p[0]] += 4;
+	cnt[p[1]] = (cnt[p[1]] + 4) ^ 1;
+	cnt[p[2]] = (cnt[p[2]] + 4) ^ 2;
+	xh[p[0]] ^= h;
+	xh[p[1]] ^= h;
+	xh[p[2]] ^= h;
 }
 
 /*
@@ -225,8 +215,54 @@ amq_fp_prefetch(AmqFpSlot *sl, const uint64_t *p)
  * count to load, which measured 40% slower.
  */
 static inline void
-amq_fp_unpeel_others(AmqFpSlot *sl, uint32_t *alone, size_t *top,
-					 const uint64_t *p, uint32_t j, uint64_t h)
+amq_fp_unpeel_others(uint32_t *cnt, uint64_t *xh, uint32_t *alone,
+					 size_t *top, const uint64_t *p, uint32_t j, uint64_t h)
+{
+	uint32_t	k;
+
+	for (k = 0; k < 3; k++)
+	{
+		uint64_t	q = p[k];
+
+		if (k == j)
+			continue;
+		cnt[q] = (cnt[q] - 4) ^ k;
+		xh[q] ^= h;
+		if ((cnt[q] >> 2) == 1)
+			alone[(*top)++] = (uint32_t) q;
+	}
+}
+
+/* the same scratch, one entry per slot (xor) */
+typedef struct __attribute__((packed)) AmqFpSlot
+{
+	uint64_t	xh;
+	uint32_t	cnt;
+} AmqFpSlot;
+
+static inline void
+amq_fp_slot_count_key(AmqFpSlot *sl, const uint64_t *p, uint64_t h)
+{
+	sl[p[0]].cnt += 4;
+	sl[p[1]].cnt = (sl[p[1]].cnt + 4) ^ 1;
+	sl[p[2]].cnt = (sl[p[2]].cnt + 4) ^ 2;
+	sl[p[0]].xh ^= h;
+	sl[p[1]].xh ^= h;
+	sl[p[2]].xh ^= h;
+}
+
+/* prefetch, for writing, the entries of slots p */
+static inline void
+amq_fp_slot_prefetch(AmqFpSlot *sl, const uint64_t *p)
+{
+	__builtin_prefetch(&sl[p[0]], 1, 0);
+	__builtin_prefetch(&sl[p[1]], 1, 0);
+	__builtin_prefetch(&sl[p[2]], 1, 0);
+}
+
+static inline void
+amq_fp_slot_unpeel_others(AmqFpSlot *sl, uint32_t *alone, size_t *top,
+						  const uint64_t *p, uint32_t j, uint64_t h)
 {
 	uint32_t	k;
 
@@ -263,7 +299,18 @@ amq_fp_assign(uint8_t *b, uint64_t slot, int w, uint32_t fpmask,
  * the same key, which no seed will ever separate.
  */
 static inline bool
-amq_fp_has_duplicate(const AmqFpSlot *sl, uint64_t nslots)
+amq_fp_has_duplicate(const uint32_t *cnt, const uint64_t *xh, uint64_t nslots)
+{
+	bool		duplicate = false;
+	uint64_t	s;
+
+	for (s = 0; s < nslots && !duplicate; s++)
+		duplicate = (cnt[s] >> 2) == 2 && xh[s] == 0;
+	return duplicate;
+}
+
+static inline bool
+amq_fp_slot_has_duplicate(const AmqFpSlot *sl, uint64_t nslots)
 {
 	bool		duplicate = false;
 	uint64_t	s;

@@ -184,7 +184,7 @@ fuse_contains_span(const AmqFilter *f, uint64_t hash, const uint8_t *span)
 }
 
 /*
- * Scratch per slot: an AmqFpSlot (kind_fingerprint.h), alone the
+ * Scratch per slot: cnt and xh as kind_fingerprint.h describes, alone the
  * stack of slots holding one key; per key, keys (the bucketed hashes, then
  * the peel order); per bucket, its counter.
  */
@@ -199,7 +199,8 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 	const uint32_t fpmask = amq_fp_mask(w);
 	const uint64_t orig_seed = f->seed;
 	uint64_t   *keys = NULL;	/* bucketed hashes, then the peel order */
-	AmqFpSlot  *sl = NULL;
+	uint64_t   *xh = NULL;
+	uint32_t   *cnt = NULL;
 	uint32_t   *alone = NULL;
 	uint32_t   *bucket = NULL;
 	int			bucket_bits;
@@ -229,8 +230,9 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 	if (alloc == NULL || alloc->alloc == NULL)
 		return AMQ_ERR_NOMEM;
 	keys = amq_fp_alloc(alloc, n, sizeof(uint64_t));
-	sl = keys ? amq_fp_alloc(alloc, nslots, sizeof(AmqFpSlot)) : NULL;
-	alone = sl ? amq_fp_alloc(alloc, nslots, sizeof(uint32_t)) : NULL;
+	xh = keys ? amq_fp_alloc(alloc, nslots, sizeof(uint64_t)) : NULL;
+	cnt = xh ? amq_fp_alloc(alloc, nslots, sizeof(uint32_t)) : NULL;
+	alone = cnt ? amq_fp_alloc(alloc, nslots, sizeof(uint32_t)) : NULL;
 	bucket = alone ? amq_fp_alloc(alloc, nbuckets, sizeof(uint32_t)) : NULL;
 	if (bucket == NULL)
 	{
@@ -265,14 +267,15 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		}
 
 		/* count the keys of every slot */
-		memset(sl, 0, nslots * sizeof(AmqFpSlot));
+		memset(cnt, 0, nslots * sizeof(uint32_t));
+		memset(xh, 0, nslots * sizeof(uint64_t));
 		for (i = 0; i < n; i++)
 		{
 			uint64_t	h = keys[i];
 			uint64_t	p[3];
 
 			fuse_slots(h, seglen, span, p);
-			amq_fp_count_key(sl, p, h);
+			amq_fp_count_key(cnt, xh, p, h);
 		}
 
 		/*
@@ -282,22 +285,22 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		 * xh is its key.
 		 */
 		for (s = 0; s < nslots; s++)
-			if ((sl[s].cnt >> 2) == 1)
+			if ((cnt[s] >> 2) == 1)
 				alone[top++] = (uint32_t) s;
 		while (top > 0)
 		{
 			uint32_t	slot = alone[--top];
-			uint32_t	c = sl[slot].cnt;
+			uint32_t	c = cnt[slot];
 			uint64_t	h;
 			uint64_t	p[3];
 
 			if ((c >> 2) != 1)
 				continue;		/* its key was peeled from another slot */
-			h = sl[slot].xh;
+			h = xh[slot];
 			fuse_slots(h, seglen, span, p);
 			keys[npeeled++] = slot;
-			sl[slot].cnt = 0;
-			amq_fp_unpeel_others(sl, alone, &top, p, c & 3, h);
+			cnt[slot] = 0;
+			amq_fp_unpeel_others(cnt, xh, alone, &top, p, c & 3, h);
 		}
 
 		if (npeeled == n)
@@ -306,7 +309,7 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			for (i = n; i-- > 0;)
 			{
 				uint64_t	slot = keys[i];
-				uint64_t	h = sl[slot].xh;
+				uint64_t	h = xh[slot];
 				uint64_t	p[3];
 
 				fuse_slots(h, seglen, span, p);
@@ -318,14 +321,15 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		}
 
 		/* duplicate keys: no seed will ever separate them */
-		if (amq_fp_has_duplicate(sl, nslots))
+		if (amq_fp_has_duplicate(cnt, xh, nslots))
 			break;
 	}
 
 done:
 	amq_fp_free(alloc, bucket);
 	amq_fp_free(alloc, alone);
-	amq_fp_free(alloc, sl);
+	amq_fp_free(alloc, cnt);
+	amq_fp_free(alloc, xh);
 	amq_fp_free(alloc, keys);
 	return result;
 }

@@ -190,10 +190,10 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			{
 				xor_slots(amq_fp_hash(hashes[i + XOR_PREFETCH_AHEAD], seed),
 						  blocklen, p);
-				amq_fp_prefetch(sl, p);
+				amq_fp_slot_prefetch(sl, p);
 			}
 			xor_slots(h, blocklen, p);
-			amq_fp_count_key(sl, p, h);
+			amq_fp_slot_count_key(sl, p, h);
 		}
 
 		/*
@@ -223,7 +223,7 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			xor_slots(h, blocklen, p);
 			order[npeeled++] = slot;
 			sl[slot].cnt = 0;
-			amq_fp_unpeel_others(sl, alone, &top, p, c & 3, h);
+			amq_fp_slot_unpeel_others(sl, alone, &top, p, c & 3, h);
 		}
 
 		if (npeeled == n)
@@ -246,7 +246,7 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		}
 
 		/* duplicate keys: no seed will ever separate them */
-		if (amq_fp_has_duplicate(sl, nslots))
+		if (amq_fp_slot_has_duplicate(sl, nslots))
 			break;
 	}
 
