@@ -259,6 +259,9 @@ extern void AmqIdxInitMetaPage(Page page, int pages_per_range, double fpr,
 extern AmqIdxMetaPage AmqIdxCheckMetaPage(Relation index, Page page);
 extern void AmqIdxCheckPage(Relation index, Page page, BlockNumber blk,
 							uint16 type);
+extern void AmqIdxInitDirPage(Page page);
+extern void AmqIdxCorrupted(Relation index, BlockNumber blk, const char *what)
+			pg_attribute_noreturn();
 extern AmqIdxAddr AmqIdxAddrAdd(AmqIdxAddr a, uint64 delta);
 
 extern void AmqIdxReaderInit(AmqIdxReader *r, Relation index);
@@ -277,6 +280,14 @@ extern void AmqIdxWriterInit(AmqIdxWriter *w, Relation index, bool wal,
 							 AmqIdxAddr end, ForkNumber fork);
 extern AmqIdxAddr AmqIdxAppend(AmqIdxWriter *w, const uint8 *data, Size len,
 							   bool block_aligned);
+extern void AmqIdxRangeInit(AmqIdxRange *rg, uint32 range, int natts,
+							uint16 flags);
+extern void AmqIdxAppendSegment(AmqIdxWriter *w, AmqIdxRange *rg, int att,
+								uint32 capacity, double fpr,
+								const AmqIdxHasher *h);
+extern void AmqIdxSwitchRecord(Relation index, Buffer metabuf, Buffer dirbuf,
+							   AmqIdxWriter *w, const AmqIdxRange *rg,
+							   uint64 sealed_keys, uint64 sealed_ranges);
 extern Size AmqIdxRangeSize(const AmqIdxRange *rg);
 extern void AmqIdxRangeSerialize(const AmqIdxRange *rg, uint8 *out);
 extern AmqIdxAddr AmqIdxAppendRange(AmqIdxWriter *w, const AmqIdxRange *rg);

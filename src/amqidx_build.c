@@ -201,17 +201,10 @@ flush_range(AmqIdxBuildState *st, bool seal)
 	AmqIdxRange rg;
 	AmqIdxSeg	segs[INDEX_MAX_KEYS];
 
-	memset(&rg, 0, sizeof(rg));
-	rg.range = st->cur_range;
-	rg.natts = c->natts;
-	rg.flags = seal ? AMQIDX_RANGE_SEALED : 0;
+	AmqIdxRangeInit(&rg, st->cur_range, c->natts, seal ? AMQIDX_RANGE_SEALED : 0);
 	for (int i = 0; i < c->natts; i++)
 	{
-		rg.sealed[i].addr.blk = InvalidBlockNumber;
-		rg.sealed[i].addr.off = 0;
-		rg.sealed[i].capacity = 0;
 		rg.segs[i] = &segs[i];
-		rg.nsegs[i] = 0;
 		if (c->n[i] == 0)
 			continue;
 		if (seal)
@@ -281,20 +274,13 @@ write_directory(AmqIdxBuildState *st, int natts, double fpr_option)
 
 	for (uint32 p = 0; p < ndirpages; p++)
 	{
-		AmqIdxAddr *entries;
 		uint32		first = p * AMQIDX_DIR_PER_PAGE;
 		uint32		n = Min(st->ndir - first, (uint32) AMQIDX_DIR_PER_PAGE);
 
 		dirblks[p] = AmqIdxNewBuffer(st->index, MAIN_FORKNUM, &buf);
 		page = BufferGetPage(buf);
-		AmqIdxInitPage(page, AMQIDX_PAGE_DIR);
-		entries = AmqIdxPageGetDir(page);
-		for (uint32 i = 0; i < AMQIDX_DIR_PER_PAGE; i++)
-		{
-			entries[i].blk = InvalidBlockNumber;
-			entries[i].off = 0;
-		}
-		memcpy(entries, st->dir + first, n * sizeof(AmqIdxAddr));
+		AmqIdxInitDirPage(page);
+		memcpy(AmqIdxPageGetDir(page), st->dir + first, n * sizeof(AmqIdxAddr));
 		MarkBufferDirty(buf);
 		UnlockReleaseBuffer(buf);
 	}

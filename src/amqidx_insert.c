@@ -85,12 +85,7 @@ add_in_place(Relation index, AmqIdxSeg seg, uint64 hash)
 	if (amq_load32(hdr) != AMQ_MAGIC || f.kind != AMQ_KIND_BLOCKED ||
 		amq_blocked_ops.check(&f) != AMQ_OK ||
 		seg.addr.off + AMQ_HEADER_SIZE > AMQIDX_CONTENT)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("amq index \"%s\" is corrupted", RelationGetRelationName(index)),
-				 errdetail("Block %u: a dynamic segment header is malformed.",
-						   seg.addr.blk),
-				 errhint("REINDEX it.")));
+		AmqIdxCorrupted(index, seg.addr.blk, "a dynamic segment header is malformed");
 	amq_blocked_ops.probe_span(&f, hash, &off, &len);
 	block = AmqIdxAddrAdd(seg.addr, AMQ_HEADER_SIZE + off);
 	if (block.blk != seg.addr.blk)
@@ -280,12 +275,7 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 		blk = AmqIdxNewBuffer(index, MAIN_FORKNUM, &buf);
 		state = GenericXLogStart(index);
 		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
-		AmqIdxInitPage(page, AMQIDX_PAGE_DIR);
-		for (uint32 i = 0; i < AMQIDX_DIR_PER_PAGE; i++)
-		{
-			AmqIdxPageGetDir(page)[i].blk = InvalidBlockNumber;
-			AmqIdxPageGetDir(page)[i].off = 0;
-		}
+		AmqIdxInitDirPage(page);
 		m = AmqIdxPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
 		m->dirpages[m->ndirpages++] = blk;
 		GenericXLogFinish(state);
@@ -305,14 +295,7 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 		AmqIdxReadRange(&r, entry, &rg);
 	else
 	{
-		memset(&rg, 0, sizeof(rg));
-		rg.range = range;
-		rg.natts = natts;
-		for (int i = 0; i < natts; i++)
-		{
-			rg.sealed[i].addr.blk = InvalidBlockNumber;
-			rg.segs[i] = palloc(sizeof(AmqIdxSeg));
-		}
+		AmqIdxRangeInit(&rg, range, natts, 0);
 		changed = true;
 	}
 
@@ -324,11 +307,7 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 		if (add[i] && !has_room(&r, &rg, i))
 		{
 			uint64		cap;
-			struct varlena *v;
-			AmqIdxSeg  *segs;
 
-			if (rg.nsegs[i] >= AMQIDX_MAX_SEGS)
-				elog(ERROR, "amq index range %u has too many segments", range);
 			if (rg.flags & AMQIDX_RANGE_SEALED)
 				cap = AMQIDX_OVERFLOW_FIRST;
 			else if (meta->sealed_ranges > 0)
@@ -338,33 +317,16 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 			cap <<= Min(rg.nsegs[i], 16);
 			cap = Min(cap, (uint64) PG_INT32_MAX);
 
+			/* the writer locks the stream's tail page */
 			AmqIdxReaderRelease(&r);
-			v = AmqIdxNewSegment((uint32) cap, fpr, &hashers[i]);
-			segs = palloc(sizeof(AmqIdxSeg) * (rg.nsegs[i] + 1));
-			memcpy(segs, rg.segs[i], sizeof(AmqIdxSeg) * rg.nsegs[i]);
-			segs[rg.nsegs[i]].addr = AmqIdxAppend(&w, (uint8 *) VARDATA(v),
-												  VARSIZE(v) - VARHDRSZ, true);
-			segs[rg.nsegs[i]].capacity = (uint32) cap;
-			rg.segs[i] = segs;
-			rg.nsegs[i]++;
-			pfree(v);
+			AmqIdxAppendSegment(&w, &rg, i, (uint32) cap, fpr, &hashers[i]);
 			changed = true;
 		}
 	}
 	AmqIdxReaderRelease(&r);
 
 	if (changed)
-	{
-		AmqIdxAddr	rec = AmqIdxAppendRange(&w, &rg);
-		AmqIdxMetaPage m;
-
-		state = GenericXLogStart(index);
-		AmqIdxPageGetDir(GenericXLogRegisterBuffer(state, dirbuf, 0))[range % AMQIDX_DIR_PER_PAGE] = rec;
-		m = AmqIdxPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
-		m->stream_end = w.end;
-		m->nranges = Max(m->nranges, range + 1);
-		GenericXLogFinish(state);
-	}
+		AmqIdxSwitchRecord(index, metabuf, dirbuf, &w, &rg, 0, 0);
 
 	for (int i = 0; i < natts; i++)
 		if (add[i])

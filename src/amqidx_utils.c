@@ -58,8 +58,8 @@ AmqIdxInitMetaPage(Page page, int pages_per_range, double fpr, int natts)
 	meta->sealed_ranges = 0;
 }
 
-static void
-page_corrupted(Relation index, BlockNumber blk, const char *what)
+void
+AmqIdxCorrupted(Relation index, BlockNumber blk, const char *what)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INDEX_CORRUPTED),
@@ -74,14 +74,29 @@ AmqIdxCheckPage(Relation index, Page page, BlockNumber blk, uint16 type)
 	AmqIdxPageOpaque opaque;
 
 	if (PageIsNew(page))
-		page_corrupted(index, blk, "the page is uninitialized");
+		AmqIdxCorrupted(index, blk, "the page is uninitialized");
 	if (((PageHeader) page)->pd_special != AMQIDX_CONTENT_END)
-		page_corrupted(index, blk, "the page has a foreign layout");
+		AmqIdxCorrupted(index, blk, "the page has a foreign layout");
 	opaque = AmqIdxPageGetOpaque(page);
 	if (opaque->page_id != AMQIDX_PAGE_ID)
-		page_corrupted(index, blk, "the page is not an amq index page");
+		AmqIdxCorrupted(index, blk, "the page is not an amq index page");
 	if (opaque->type != type)
-		page_corrupted(index, blk, "the page has an unexpected type");
+		AmqIdxCorrupted(index, blk, "the page has an unexpected type");
+}
+
+/* A directory page whose entries all say "no record". */
+void
+AmqIdxInitDirPage(Page page)
+{
+	AmqIdxAddr *entries;
+
+	AmqIdxInitPage(page, AMQIDX_PAGE_DIR);
+	entries = AmqIdxPageGetDir(page);
+	for (uint32 i = 0; i < AMQIDX_DIR_PER_PAGE; i++)
+	{
+		entries[i].blk = InvalidBlockNumber;
+		entries[i].off = 0;
+	}
 }
 
 AmqIdxMetaPage
@@ -92,7 +107,7 @@ AmqIdxCheckMetaPage(Relation index, Page page)
 	AmqIdxCheckPage(index, page, AMQIDX_METAPAGE_BLKNO, AMQIDX_PAGE_META);
 	meta = AmqIdxPageGetMeta(page);
 	if (meta->magic != AMQIDX_MAGIC)
-		page_corrupted(index, AMQIDX_METAPAGE_BLKNO, "bad magic number");
+		AmqIdxCorrupted(index, AMQIDX_METAPAGE_BLKNO, "bad magic number");
 	if (meta->version != AMQIDX_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -103,7 +118,7 @@ AmqIdxCheckMetaPage(Relation index, Page page)
 	if (meta->ndirpages > AMQIDX_MAX_DIRPAGES ||
 		meta->nranges > meta->ndirpages * AMQIDX_DIR_PER_PAGE ||
 		meta->natts != IndexRelationGetNumberOfKeyAttributes(index))
-		page_corrupted(index, AMQIDX_METAPAGE_BLKNO, "inconsistent metapage");
+		AmqIdxCorrupted(index, AMQIDX_METAPAGE_BLKNO, "inconsistent metapage");
 	return meta;
 }
 
@@ -176,7 +191,7 @@ reader_page(AmqIdxReader *r, BlockNumber blk)
 			r->nblocks = RelationGetNumberOfBlocks(r->index);
 		if (blk == InvalidBlockNumber || blk == AMQIDX_METAPAGE_BLKNO ||
 			blk >= r->nblocks)
-			page_corrupted(r->index, blk, "a blob address points outside the index");
+			AmqIdxCorrupted(r->index, blk, "a blob address points outside the index");
 		r->buf = ReadBuffer(r->index, blk);
 		r->blk = blk;
 		LockBuffer(r->buf, BUFFER_LOCK_SHARE);
@@ -234,11 +249,10 @@ AmqIdxReadRange(AmqIdxReader *r, AmqIdxAddr a, AmqIdxRange *rg)
 	AmqIdxColumnDisk cols[INDEX_MAX_KEYS];
 	int			natts = IndexRelationGetNumberOfKeyAttributes(r->index);
 	uint64		pos;
-	int			total = 0;
 
 	memcpy(&hdr, AmqIdxRead(r, a, 0, sizeof(hdr)), sizeof(hdr));
 	if (hdr.natts != natts || (hdr.flags & ~AMQIDX_RANGE_FLAGS) != 0)
-		page_corrupted(r->index, a.blk, "a range record is malformed");
+		AmqIdxCorrupted(r->index, a.blk, "a range record is malformed");
 	memcpy(cols, AmqIdxRead(r, a, sizeof(hdr), natts * sizeof(AmqIdxColumnDisk)),
 		   natts * sizeof(AmqIdxColumnDisk));
 	pos = sizeof(hdr) + natts * sizeof(AmqIdxColumnDisk);
@@ -249,11 +263,7 @@ AmqIdxReadRange(AmqIdxReader *r, AmqIdxAddr a, AmqIdxRange *rg)
 	for (int i = 0; i < natts; i++)
 	{
 		if (cols[i].nsegs > AMQIDX_MAX_SEGS)
-			page_corrupted(r->index, a.blk, "a range record is malformed");
-		total += cols[i].nsegs;
-	}
-	for (int i = 0; i < natts; i++)
-	{
+			AmqIdxCorrupted(r->index, a.blk, "a range record is malformed");
 		rg->sealed[i] = cols[i].sealed;
 		memcpy(rg->sealed_header[i], cols[i].sealed_header, AMQ_HEADER_SIZE);
 		rg->nsegs[i] = cols[i].nsegs;
@@ -264,7 +274,6 @@ AmqIdxReadRange(AmqIdxReader *r, AmqIdxAddr a, AmqIdxRange *rg)
 				   cols[i].nsegs * sizeof(AmqIdxSeg));
 		pos += cols[i].nsegs * sizeof(AmqIdxSeg);
 	}
-	(void) total;
 }
 
 /*
@@ -276,13 +285,13 @@ static void
 decode_filter(AmqIdxReader *r, AmqIdxAddr a, const uint8 *hdr, AmqIdxFilter *f)
 {
 	if (amq_load32(hdr) != AMQ_MAGIC || hdr[4] != AMQ_FORMAT_VERSION)
-		page_corrupted(r->index, a.blk, "a filter header is malformed");
+		AmqIdxCorrupted(r->index, a.blk, "a filter header is malformed");
 	amq_parse_trusted(hdr, AMQ_HEADER_SIZE, &f->f);
 	f->f.payload = NULL;
 	f->ops = amq_kind_ops(f->f.kind);
 	if (f->ops == NULL || f->ops->probe_span == NULL ||
 		f->f.payload_len > AMQ_MAX_PAYLOAD || f->ops->check(&f->f) != AMQ_OK)
-		page_corrupted(r->index, a.blk, "a filter header is malformed");
+		AmqIdxCorrupted(r->index, a.blk, "a filter header is malformed");
 	f->payload = AmqIdxAddrAdd(a, AMQ_HEADER_SIZE);
 }
 
@@ -314,7 +323,7 @@ AmqIdxFilterContains(AmqIdxReader *r, const AmqIdxFilter *f, uint64 hash)
 		return false;
 	f->ops->probe_span(&f->f, hash, &off, &len);
 	if (off + len > f->f.payload_len)
-		page_corrupted(r->index, f->payload.blk, "a probe falls outside its filter");
+		AmqIdxCorrupted(r->index, f->payload.blk, "a probe falls outside its filter");
 	return f->ops->contains_span(&f->f, hash, AmqIdxRead(r, f->payload, off, len));
 }
 
@@ -447,6 +456,66 @@ AmqIdxAppend(AmqIdxWriter *w, const uint8 *data, Size len, bool block_aligned)
 
 /* ---- range records ---- */
 
+/* A record of a range with no filter yet; segs[] is the caller's to set. */
+void
+AmqIdxRangeInit(AmqIdxRange *rg, uint32 range, int natts, uint16 flags)
+{
+	memset(rg, 0, sizeof(*rg));
+	rg->range = range;
+	rg->natts = natts;
+	rg->flags = flags;
+	for (int i = 0; i < natts; i++)
+		rg->sealed[i].addr.blk = InvalidBlockNumber;
+}
+
+/*
+ * Append an empty dynamic segment for capacity keys and add it to column
+ * att of the record (whose segs[att] is copied into a new palloc'd array).
+ */
+void
+AmqIdxAppendSegment(AmqIdxWriter *w, AmqIdxRange *rg, int att, uint32 capacity,
+					double fpr, const AmqIdxHasher *h)
+{
+	struct varlena *v;
+	AmqIdxSeg  *segs;
+
+	if (rg->nsegs[att] >= AMQIDX_MAX_SEGS)
+		elog(ERROR, "amq index range %u has too many segments", rg->range);
+	v = AmqIdxNewSegment(capacity, fpr, h);
+	segs = palloc(sizeof(AmqIdxSeg) * (rg->nsegs[att] + 1));
+	if (rg->nsegs[att] > 0)
+		memcpy(segs, rg->segs[att], sizeof(AmqIdxSeg) * rg->nsegs[att]);
+	segs[rg->nsegs[att]].addr = AmqIdxAppend(w, (uint8 *) VARDATA(v),
+											 VARSIZE(v) - VARHDRSZ, true);
+	segs[rg->nsegs[att]].capacity = capacity;
+	rg->segs[att] = segs;
+	rg->nsegs[att]++;
+	pfree(v);
+}
+
+/*
+ * Append the record and, in one WAL record, point the range's directory
+ * entry at it and move the metapage's stream end (and its count of
+ * ranges and of sealed keys).  The caller holds both pages exclusively.
+ */
+void
+AmqIdxSwitchRecord(Relation index, Buffer metabuf, Buffer dirbuf,
+				   AmqIdxWriter *w, const AmqIdxRange *rg,
+				   uint64 sealed_keys, uint64 sealed_ranges)
+{
+	AmqIdxAddr	rec = AmqIdxAppendRange(w, rg);
+	GenericXLogState *state = GenericXLogStart(index);
+	AmqIdxMetaPage m;
+
+	AmqIdxPageGetDir(GenericXLogRegisterBuffer(state, dirbuf, 0))[rg->range % AMQIDX_DIR_PER_PAGE] = rec;
+	m = AmqIdxPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	m->stream_end = w->end;
+	m->nranges = Max(m->nranges, rg->range + 1);
+	m->sealed_keys += sealed_keys;
+	m->sealed_ranges += sealed_ranges;
+	GenericXLogFinish(state);
+}
+
 Size
 AmqIdxRangeSize(const AmqIdxRange *rg)
 {
@@ -485,7 +554,8 @@ AmqIdxRangeSerialize(const AmqIdxRange *rg, uint8 *out)
 	}
 	for (int i = 0; i < rg->natts; i++)
 	{
-		memcpy(out + pos, rg->segs[i], rg->nsegs[i] * sizeof(AmqIdxSeg));
+		if (rg->nsegs[i] > 0)
+			memcpy(out + pos, rg->segs[i], rg->nsegs[i] * sizeof(AmqIdxSeg));
 		pos += rg->nsegs[i] * sizeof(AmqIdxSeg);
 	}
 }

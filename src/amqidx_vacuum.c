@@ -73,23 +73,6 @@ unlock_range(AmqIdxLocked *lk)
 	UnlockReleaseBuffer(lk->metabuf);
 }
 
-/* Append the record and point the range's entry at it, with the stream end. */
-static void
-switch_record(Relation index, uint32 range, AmqIdxLocked *lk, AmqIdxWriter *w,
-			  const AmqIdxRange *rg, uint64 sealed_keys, uint64 sealed_ranges)
-{
-	AmqIdxAddr	rec = AmqIdxAppendRange(w, rg);
-	GenericXLogState *state = GenericXLogStart(index);
-	AmqIdxMetaPage m;
-
-	AmqIdxPageGetDir(GenericXLogRegisterBuffer(state, lk->dirbuf, 0))[range % AMQIDX_DIR_PER_PAGE] = rec;
-	m = AmqIdxPageGetMeta(GenericXLogRegisterBuffer(state, lk->metabuf, 0));
-	m->stream_end = w->end;
-	m->sealed_keys += sealed_keys;
-	m->sealed_ranges += sealed_ranges;
-	GenericXLogFinish(state);
-}
-
 static bool
 needs_reseal(const AmqIdxRange *rg)
 {
@@ -137,21 +120,10 @@ reseal_range(Relation heap, Relation index, IndexInfo *indexInfo, uint32 range,
 	AmqIdxWriterInit(&w, index, true, lk.meta->stream_end, MAIN_FORKNUM);
 	for (int i = 0; i < natts; i++)
 	{
-		struct varlena *v = AmqIdxNewSegment(64, fpr, &hashers[i]);
-		AmqIdxSeg  *segs = palloc(sizeof(AmqIdxSeg) * (rg.nsegs[i] + 1));
-
-		if (rg.nsegs[i] >= AMQIDX_MAX_SEGS)
-			elog(ERROR, "amq index range %u has too many segments", range);
-		memcpy(segs, rg.segs[i], sizeof(AmqIdxSeg) * rg.nsegs[i]);
-		segs[rg.nsegs[i]].addr = AmqIdxAppend(&w, (uint8 *) VARDATA(v),
-											  VARSIZE(v) - VARHDRSZ, true);
-		segs[rg.nsegs[i]].capacity = 64;
 		marker[i] = rg.nsegs[i];
-		rg.segs[i] = segs;
-		rg.nsegs[i]++;
-		pfree(v);
+		AmqIdxAppendSegment(&w, &rg, i, 64, fpr, &hashers[i]);
 	}
-	switch_record(index, range, &lk, &w, &rg, 0, 0);
+	AmqIdxSwitchRecord(index, lk.metabuf, lk.dirbuf, &w, &rg, 0, 0);
 	unlock_range(&lk);
 
 	/* 2. the range's keys from the heap, and its sealed filters */
@@ -194,7 +166,7 @@ reseal_range(Relation heap, Relation index, IndexInfo *indexInfo, uint32 range,
 		}
 	}
 	rg.flags |= AMQIDX_RANGE_SEALED;
-	switch_record(index, range, &lk, &w, &rg, sealed_keys, sealed_ranges);
+	AmqIdxSwitchRecord(index, lk.metabuf, lk.dirbuf, &w, &rg, sealed_keys, sealed_ranges);
 	unlock_range(&lk);
 	return true;
 }
