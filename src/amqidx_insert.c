@@ -132,39 +132,32 @@ add_in_place(Relation index, AmqIdxSeg seg, uint64 hash)
 	UnlockReleaseBuffer(hbuf);
 }
 
-/* Does any filter of column att of the range answer true? */
+/*
+ * Must the key be added to column att of the range: does none of its
+ * filters answer true?  If so, *room says whether the newest segment can
+ * take it (from the header the probe just read).
+ */
 static bool
-range_contains(AmqIdxReader *r, const AmqIdxRange *rg, int att, uint64 hash)
+needs_key(AmqIdxReader *r, const AmqIdxRange *rg, int att, uint64 hash,
+		  bool *room)
 {
 	AmqIdxFilter f;
 
+	*room = false;
 	if (rg->sealed[att].addr.blk != InvalidBlockNumber)
 	{
 		AmqIdxSealedFilter(r, rg, att, &f);
 		if (AmqIdxFilterContains(r, &f, hash))
-			return true;
+			return false;
 	}
 	for (int s = 0; s < rg->nsegs[att]; s++)
 	{
 		AmqIdxReadFilter(r, rg->segs[att][s].addr, &f);
 		if (AmqIdxFilterContains(r, &f, hash))
-			return true;
+			return false;
+		*room = f.f.nkeys < rg->segs[att][s].capacity;
 	}
-	return false;
-}
-
-/* the newest segment of column att, if it has room */
-static bool
-has_room(AmqIdxReader *r, const AmqIdxRange *rg, int att)
-{
-	AmqIdxFilter f;
-	const AmqIdxSeg *seg;
-
-	if (rg->nsegs[att] == 0)
-		return false;
-	seg = &rg->segs[att][rg->nsegs[att] - 1];
-	AmqIdxReadFilter(r, seg->addr, &f);
-	return f.f.nkeys < seg->capacity;
+	return true;
 }
 
 /*
@@ -211,8 +204,10 @@ insert_fast(Relation index, uint32 range, uint64 *hashes, bool *need)
 	AmqIdxReadRange(&r, entry, &rg);
 	for (int i = 0; i < natts; i++)
 	{
-		add[i] = need[i] && !range_contains(&r, &rg, i, hashes[i]);
-		if (add[i] && !has_room(&r, &rg, i))
+		bool		room;
+
+		add[i] = need[i] && needs_key(&r, &rg, i, hashes[i], &room);
+		if (add[i] && !room)
 			ok = false;
 	}
 	AmqIdxReaderRelease(&r);
@@ -303,8 +298,10 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 	AmqIdxWriterInit(&w, index, true, meta->stream_end, MAIN_FORKNUM);
 	for (int i = 0; i < natts; i++)
 	{
-		add[i] = need[i] && !range_contains(&r, &rg, i, hashes[i]);
-		if (add[i] && !has_room(&r, &rg, i))
+		bool		room;
+
+		add[i] = need[i] && needs_key(&r, &rg, i, hashes[i], &room);
+		if (add[i] && !room)
 		{
 			uint64		cap;
 
