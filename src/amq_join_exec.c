@@ -38,6 +38,7 @@
 #include "compat.h"
 
 #include "commands/explain.h"
+#include AMQ_EXPLAIN_FORMAT_H
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"

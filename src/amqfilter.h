@@ -25,8 +25,8 @@
 
 extern struct varlena *AmqFilterAlloc(AmqFilter *f);
 extern Datum AmqFilterFinish(struct varlena *v, AmqFilter *f);
-extern void AmqFilterParseError(AmqStatus st, const uint8 *bytes, Size len,
-								int errcode_malformed) pg_attribute_noreturn();
+pg_noreturn extern void AmqFilterParseError(AmqStatus st, const uint8 *bytes,
+											Size len, int errcode_malformed);
 extern struct varlena *AmqFilterFromBytes(const uint8 *bytes, Size len,
 										  int errcode_malformed);
 extern struct varlena *AmqFilterCopyBytes(const uint8 *bytes, Size len);

@@ -114,7 +114,11 @@ probes_per_range(PlannerInfo *root, List *indexclauses)
 			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
 
 			if (IsA(rinfo->clause, ScalarArrayOpExpr))
-				probes += estimate_array_length(lsecond(((ScalarArrayOpExpr *) rinfo->clause)->args));
+			{
+				ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) rinfo->clause;
+
+				probes += AMQ_ESTIMATE_ARRAY_LENGTH(root, lsecond(saop->args));
+			}
 			else
 				probes += 1;
 		}
@@ -220,7 +224,6 @@ amqidxhandler(PG_FUNCTION_ARGS)
 	amroutine->amproperty = NULL;
 	amroutine->ambuildphasename = amqidxbuildphasename;
 	amroutine->amvalidate = amqidxvalidate;
-	amroutine->amadjustmembers = NULL;
 	amroutine->ambeginscan = amqidxbeginscan;
 	amroutine->amrescan = amqidxrescan;
 	amroutine->amgettuple = NULL;

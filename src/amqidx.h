@@ -260,8 +260,8 @@ extern AmqIdxMetaPage AmqIdxCheckMetaPage(Relation index, Page page);
 extern void AmqIdxCheckPage(Relation index, Page page, BlockNumber blk,
 							uint16 type);
 extern void AmqIdxInitDirPage(Page page);
-extern void AmqIdxCorrupted(Relation index, BlockNumber blk, const char *what)
-			pg_attribute_noreturn();
+pg_noreturn extern void AmqIdxCorrupted(Relation index, BlockNumber blk,
+										const char *what);
 extern AmqIdxAddr AmqIdxAddrAdd(AmqIdxAddr a, uint64 delta);
 
 extern void AmqIdxReaderInit(AmqIdxReader *r, Relation index);
@@ -316,7 +316,7 @@ extern void AmqIdxCollectRange(Relation heap, Relation index,
 /* amqidx_insert.c */
 extern bool amqidxinsert(Relation index, Datum *values, bool *isnull,
 						 ItemPointer ht_ctid, Relation heapRel,
-						 IndexUniqueCheck checkUnique, bool indexUnchanged,
+						 IndexUniqueCheck checkUnique, AMQ_AMINSERT_UNCHANGED_PARAM
 						 IndexInfo *indexInfo);
 
 /* amqidx_scan.c */

@@ -336,7 +336,7 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 bool
 amqidxinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 			 Relation heapRel, IndexUniqueCheck checkUnique,
-			 bool indexUnchanged, IndexInfo *indexInfo)
+			 AMQ_AMINSERT_UNCHANGED_PARAM IndexInfo *indexInfo)
 {
 	AmqIdxInsertCache *c = insert_cache(index, indexInfo);
 	int			natts = IndexRelationGetNumberOfKeyAttributes(index);

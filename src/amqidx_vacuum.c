@@ -220,7 +220,7 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		MemoryContext rcxt = AllocSetContextCreate(cxt, "amq index reseal range",
 												   ALLOCSET_DEFAULT_SIZES);
 
-		vacuum_delay_point();
+		AMQ_VACUUM_DELAY_POINT();
 		old = MemoryContextSwitchTo(rcxt);
 		reseal_range(heap, index, indexInfo, range, ppr, hashers);
 		MemoryContextSwitchTo(old);

@@ -3,7 +3,9 @@
  * compat.h
  *	  The one place where bloomamq guards on the PostgreSQL version.
  *
- * Supported: PostgreSQL 13 to 17.
+ * Built and tested on PostgreSQL 13, 15, 17, 18 and 19 (tools/test --pg all).
+ * Each guard below names the major that changed the API and is written from
+ * that major's own headers.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +33,48 @@
 /* reserving a GUC prefix: MarkGUCPrefixReserved from 15, the old name before */
 #if PG_VERSION_NUM < 150000
 #define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+/*
+ * Functions that never return: 18 replaced the pg_attribute_noreturn()
+ * suffix with a pg_noreturn prefix.  Before 18 the same GCC attribute works
+ * as a prefix, so declarations use the prefix form everywhere.
+ */
+#if PG_VERSION_NUM < 180000
+#define pg_noreturn pg_attribute_noreturn()
+#endif
+
+/* ExplainProperty*() moved from explain.h to explain_format.h in 18 */
+#if PG_VERSION_NUM >= 180000
+#define AMQ_EXPLAIN_FORMAT_H "commands/explain_format.h"
+#else
+#define AMQ_EXPLAIN_FORMAT_H "commands/explain.h"
+#endif
+
+/* vacuum_delay_point() takes whether it is called from ANALYZE since 18 */
+#if PG_VERSION_NUM >= 180000
+#define AMQ_VACUUM_DELAY_POINT() vacuum_delay_point(false)
+#else
+#define AMQ_VACUUM_DELAY_POINT() vacuum_delay_point()
+#endif
+
+/* estimate_array_length() takes the PlannerInfo since 17 */
+#if PG_VERSION_NUM >= 170000
+#define AMQ_ESTIMATE_ARRAY_LENGTH(root, arrayexpr) \
+	estimate_array_length((root), (arrayexpr))
+#else
+#define AMQ_ESTIMATE_ARRAY_LENGTH(root, arrayexpr) \
+	estimate_array_length(arrayexpr)
+#endif
+
+/*
+ * aminsert's indexUnchanged hint arrived in 14: the parameter list between
+ * checkUnique and indexInfo.
+ */
+#if PG_VERSION_NUM >= 140000
+#define AMQ_AMINSERT_UNCHANGED_PARAM bool indexUnchanged,
+#else
+#define AMQ_AMINSERT_UNCHANGED_PARAM
 #endif
 
 #endif							/* AMQ_COMPAT_H */
