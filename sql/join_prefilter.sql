@@ -85,26 +85,48 @@ EXPLAIN (COSTS OFF)
 SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.t = d.t COLLATE jp_ci WHERE d.w < 10;
 SELECT count(*) FROM jp_fact f JOIN jp_dim d ON upper(f.t) = d.t COLLATE jp_ci WHERE d.w < 10;
 
+-- EXPLAIN ANALYZE reduced to what holds on every major: no hash table
+-- sizes (Buckets, Batches, Memory Usage depend on the major's hash_mem
+-- default and allocator), no buffer counts or planning lines (shown by
+-- default from 18), row counts per loop rounded as before 18 (18 shows two
+-- decimals).
+CREATE FUNCTION pg_temp.explain_analyze(q text) RETURNS TABLE ("QUERY PLAN" text)
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+	m text[];
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		CONTINUE WHEN line ~ '^\s*(Buckets|Batches|Buffers|Planning|Memory|Peak Memory|Disk Usage|Storage|Worker \d)';
+		m := regexp_match(line, 'rows=(\d+\.\d+) ');
+		IF m IS NOT NULL THEN
+			line := replace(line, 'rows=' || m[1], 'rows=' || round(m[1]::numeric));
+		END IF;
+		"QUERY PLAN" := line;
+		RETURN NEXT;
+	END LOOP;
+END $$;
+
 -- EXPLAIN ANALYZE: the filter's keys, size and rate, the rows it removed
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
-SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10;
+SELECT * FROM pg_temp.explain_analyze($$
+SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10$$);
 
 -- most rows join: it stops probing after a sample and says so
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
-SELECT count(*) FROM jp_fact f JOIN (SELECT DISTINCT s FROM jp_fact) d ON f.s = d.s;
+SELECT * FROM pg_temp.explain_analyze($$
+SELECT count(*) FROM jp_fact f JOIN (SELECT DISTINCT s FROM jp_fact) d ON f.s = d.s$$);
 
 -- a multi-batch join: the filter is applied before rows go to batch files
 SET work_mem = '64kB';
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
-SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.t = d.t;
+SELECT * FROM pg_temp.explain_analyze($$
+SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.t = d.t$$);
 RESET work_mem;
 
 -- Rescans.  The inner side depends on a parameter of the outer query: the
 -- hash table and the filter are rebuilt for each value, and a filter never
 -- judges rows against another value's inner side.
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT * FROM pg_temp.explain_analyze($$
 SELECT (SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w = x.w) AS n
-FROM (VALUES (1), (2), (3)) x(w);
+FROM (VALUES (1), (2), (3)) x(w)$$);
 SELECT (SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w = x.w) AS n
 FROM (VALUES (1), (2), (3)) x(w) ORDER BY 1;
 -- only the outer side depends on it: the table and the filter are reused
@@ -139,6 +161,8 @@ SET max_parallel_workers_per_gather = 0;
 -- and on; the rows (as a sorted multiset) must be equal.  Returns the
 -- number of queries, of mismatches (must be 0), and of queries whose plan
 -- had a pre-filter: all, parallel ones, and ones with a small work_mem.
+-- How many get one is the planner's choice, which varies between majors:
+-- the test asserts that many do, in each kind of plan.
 CREATE FUNCTION jp_differential(nqueries int)
 RETURNS TABLE (queries int, mismatches int, prefiltered int, parallel_prefiltered int, small_work_mem_prefiltered int)
 LANGUAGE plpgsql AS $$
@@ -231,7 +255,10 @@ $$;
 CREATE FUNCTION work_mem_is_small() RETURNS boolean LANGUAGE sql AS
 $$ SELECT current_setting('work_mem') = '64kB' $$;
 
-SELECT * FROM jp_differential(400);
+SELECT queries, mismatches, prefiltered >= queries / 4 AS many_prefiltered,
+	parallel_prefiltered > 0 AS some_parallel_prefiltered,
+	small_work_mem_prefiltered > 0 AS some_small_work_mem_prefiltered
+FROM jp_differential(400);
 
 DROP FUNCTION jp_differential(int);
 DROP FUNCTION jp_explain(text);
