@@ -89,7 +89,7 @@ SELECT count(*) FROM jp_fact f JOIN jp_dim d ON upper(f.t) = d.t COLLATE jp_ci W
 -- sizes (Buckets, Batches, Memory Usage depend on the major's hash_mem
 -- default and allocator), no buffer counts or planning lines (shown by
 -- default from 18), row counts per loop rounded as before 18 (18 shows two
--- decimals).
+-- decimals), subplans numbered as before 19 (19 names them expr_N).
 CREATE FUNCTION pg_temp.explain_analyze(q text) RETURNS TABLE ("QUERY PLAN" text)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -102,7 +102,7 @@ BEGIN
 		IF m IS NOT NULL THEN
 			line := replace(line, 'rows=' || m[1], 'rows=' || round(m[1]::numeric));
 		END IF;
-		"QUERY PLAN" := line;
+		"QUERY PLAN" := regexp_replace(line, 'SubPlan expr_(\d+)', 'SubPlan \1');
 		RETURN NEXT;
 	END LOOP;
 END $$;

@@ -322,7 +322,7 @@ add_prefilters(Plan **slot, void *arg)
 
 static PlannedStmt *
 amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
-				 ParamListInfo boundParams)
+				 ParamListInfo boundParams AMQ_PLANNER_ES_PARAM)
 {
 	PlannedStmt *stmt;
 	PrefilterWalk w = {0, -1};
@@ -330,10 +330,10 @@ amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 
 	if (prev_planner_hook)
 		stmt = prev_planner_hook(parse, query_string, cursorOptions,
-								 boundParams);
+								 boundParams AMQ_PLANNER_ES_ARG);
 	else
 		stmt = standard_planner(parse, query_string, cursorOptions,
-								boundParams);
+								boundParams AMQ_PLANNER_ES_ARG);
 
 	if (amq_join_prefilter == AMQ_JOIN_PREFILTER_OFF ||
 		stmt->commandType == CMD_UTILITY || stmt->planTree == NULL)

@@ -77,4 +77,16 @@
 #define AMQ_AMINSERT_UNCHANGED_PARAM
 #endif
 
+/*
+ * planner_hook and standard_planner() take the EXPLAIN state (NULL outside
+ * EXPLAIN) since 19: a trailing parameter, passed through.
+ */
+#if PG_VERSION_NUM >= 190000
+#define AMQ_PLANNER_ES_PARAM , ExplainState *es
+#define AMQ_PLANNER_ES_ARG , es
+#else
+#define AMQ_PLANNER_ES_PARAM
+#define AMQ_PLANNER_ES_ARG
+#endif
+
 #endif							/* AMQ_COMPAT_H */
