@@ -77,13 +77,16 @@ bench:
 # peers' semi-join, each with the setting off, on and written by hand, in one
 # run on a throwaway cluster; never fails on timing.
 #   e.g. make bench-joins BENCH_ARGS="--fact 1000000 --peers 1000000 10000"
+# Like tools/bench, the tools' own default server (PostgreSQL 15) unless
+# PG_CONFIG is given on the command line or in the environment (make exports
+# it then): make's default, a bare "pg_config", is not a path tools/setup takes.
 .PHONY: bench-joins
 bench-joins:
-	PG_CONFIG=$(PG_CONFIG) tools/setup --bench
-	eval "$$(PG_CONFIG=$(PG_CONFIG) tools/pgcluster start shared_buffers=2GB \
+	tools/setup --bench
+	eval "$$(tools/pgcluster start shared_buffers=2GB \
 		work_mem=256MB maintenance_work_mem=1GB max_parallel_workers_per_gather=0 \
 		jit=off)" && \
-	trap 'PG_CONFIG=$(PG_CONFIG) tools/pgcluster stop' EXIT && \
+	trap 'tools/pgcluster stop' EXIT && \
 	/usr/bin/python3 test/bench/bench_joins.py $(BENCH_ARGS)
 
 # ---- fuzzing and valgrind (test/fuzz, tools/valgrind-check) ----

@@ -4,9 +4,9 @@
     test/bench/bench.py [N [M]] [--runs R]        (defaults N=10,000,000 M=100,000, R=5)
 
 Needs a running PostgreSQL with bloomamq and hll installed (PGHOST, PGPORT,
-PGUSER as for psql); tools/bench sets all that up.  The dataset is exactly the
-one of shared/bench/peers.py: t_big (N rows: bigint id, int4 id4, text k) and
-t_small (M keys, half of them in t_big).  Serial plans, JIT off.
+PGUSER as for psql); tools/bench sets all that up.  The dataset is the one of
+benchlib.py: t_big (N rows: bigint id, int4 id4, text k) and t_small (M keys,
+half of them in t_big).  Serial plans, JIT off.
 
 Runs every figure once per round, R rounds, so that a disturbance of a shared
 machine hits all figures alike.  Prints one line per figure (name, median s,
@@ -21,22 +21,9 @@ import statistics
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+import psycopg2
 
-
-def peers_dir():
-    # shared/ sits beside the repository; BLOOMAMQ_PEERS_DIR overrides
-    for d in (os.environ.get("BLOOMAMQ_PEERS_DIR"),
-              os.path.join(REPO, "..", "shared", "bench")):
-        if d and os.path.isfile(os.path.join(d, "pgbench_lib.py")):
-            return os.path.abspath(d)
-    sys.exit("bench.py: pgbench_lib.py not found: set BLOOMAMQ_PEERS_DIR to shared/bench")
-
-
-sys.path.insert(0, peers_dir())
-from pgbench_lib import connect, run  # noqa: E402
-import psycopg2  # noqa: E402
+from benchlib import connect, ensure_dataset, run
 
 ap = argparse.ArgumentParser(description="bloomamq benchmark against its peers")
 ap.add_argument("N", nargs="?", type=int, default=10_000_000, help="rows of t_big")
@@ -71,22 +58,8 @@ def setting(name):
     return run(conn, f"SHOW {name}")[0][0]
 
 
-# The dataset of peers.py, rebuilt if absent or of another size.
-have = run(conn, "SELECT count(*) FROM pg_class WHERE relname = 't_big'")[0][0]
-if have and run(conn, "SELECT count(*) FROM t_big")[0][0] != N:
-    run(conn, "DROP TABLE IF EXISTS t_big, t_small")
-    have = 0
-if not have:
-    run(conn, "DROP TABLE IF EXISTS t_small")
-    run(conn, f"""CREATE TABLE t_big AS SELECT ((i::bigint * 2654435761) % 1099511627776) AS id,
-                     i::int4 AS id4, 'user_' || i AS k FROM generate_series(1, {N}) i""")
-    run(conn, f"""CREATE TABLE t_small AS
-                  SELECT ((i::bigint * 2654435761) % 1099511627776) AS id, 'user_' || i AS k
-                  FROM generate_series(1, {N}, {2 * N // M}) i
-                  UNION ALL
-                  SELECT -i::bigint, 'nouser_' || i FROM generate_series(1, {M // 2}) i""")
-    run(conn, "VACUUM ANALYZE t_big")
-    run(conn, "VACUUM ANALYZE t_small")
+# The dataset, rebuilt if absent or of other sizes.
+ensure_dataset(conn, N, M)
 run(conn, "CREATE EXTENSION IF NOT EXISTS hll")
 run(conn, "CREATE EXTENSION IF NOT EXISTS bloomamq")
 

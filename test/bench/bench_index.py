@@ -3,29 +3,20 @@
 
     test/bench/bench_index.py [N]        (default N=10,000,000)
 
-On the dataset of shared/bench/peers.py (t_big: N rows, unclustered bigint id,
-int4 id4, text k) each index is built, measured (build time, size) and probed
+On the dataset of benchlib.py (t_big: N rows, unclustered bigint id, int4
+id4, text k) each index is built, measured (build time, size) and probed
 with point lookups of keys that exist, each a different key (median of 21):
 time, and heap blocks read (from EXPLAIN (ANALYZE, BUFFERS)).  Prints one line
 per index, then the SPEC §12 checks (size <= 15% of the btree, lookup <= 5 ms,
 <= 2 ranges of heap pages read) with PASS or MISS.  Exits non-zero only on a
 wrong answer or an SQL error, never on timing.
 """
-import os
 import re
 import statistics
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-for d in (os.environ.get("BLOOMAMQ_PEERS_DIR"), os.path.join(REPO, "..", "shared", "bench")):
-    if d and os.path.isfile(os.path.join(d, "pgbench_lib.py")):
-        sys.path.insert(0, os.path.abspath(d))
-        break
-else:
-    sys.exit("bench_index.py: pgbench_lib.py not found: set BLOOMAMQ_PEERS_DIR to shared/bench")
-from pgbench_lib import connect, run  # noqa: E402
+from benchlib import connect, ensure_dataset, run
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000_000
 conn = connect()
@@ -36,18 +27,11 @@ run(conn, "SET maintenance_work_mem = '1GB'")
 run(conn, "CREATE EXTENSION IF NOT EXISTS bloomamq")
 run(conn, "CREATE EXTENSION IF NOT EXISTS bloom")
 
-have = run(conn, "SELECT count(*) FROM pg_class WHERE relname = 't_big'")[0][0]
-if have and run(conn, "SELECT count(*) FROM t_big")[0][0] != N:
-    run(conn, "DROP TABLE IF EXISTS t_big, t_small")
-    have = 0
-if not have:
-    run(conn, f"""CREATE TABLE t_big AS SELECT ((i::bigint * 2654435761) % 1099511627776) AS id,
-                     i::int4 AS id4, 'user_' || i AS k FROM generate_series(1, {N}) i""")
-    run(conn, "VACUUM ANALYZE t_big")
+ensure_dataset(conn, N)
 heap_pages = run(conn, "SELECT pg_relation_size('t_big') / 8192")[0][0]
 print(f"# N={N} heap pages={heap_pages}")
 
-# keys that exist: i in 1..N maps to id as in peers.py
+# keys that exist: row i in 1..N has id i * 2654435761 mod 2^40 (benchlib.py)
 KEYS = [1 + (j * 7919) % N for j in range(21)]
 
 

@@ -10,32 +10,18 @@ for psql); `make bench-joins` starts a throwaway one.  Serial plans, JIT off.
 Data:
   - a star schema: fact (N rows, default 10^7) with keys into dim_customer
     (10^6 rows), dim_product (10^5) and dim_date (3,650);
-  - the peers' dataset (shared/bench/peers.py): t_big (10^7 random-looking
-    bigint ids) and t_small (10^5 keys, half of them in t_big), for the
-    semi-join shape `id IN (SELECT id FROM t_small)`.
+  - the peers' dataset (benchlib.py): t_big (10^7 random-looking bigint
+    ids) and t_small (10^5 keys, half of them in t_big), for the semi-join
+    shape `id IN (SELECT id FROM t_small)`.
 
 Prints one line per query and mode (median and min seconds, result) and a
 table of speedups against `off`.  Timing never fails the run; a mode whose
 answer differs from `off` does.
 """
 import argparse
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-
-
-def peers_dir():
-    for d in (os.environ.get("BLOOMAMQ_PEERS_DIR"),
-              os.path.join(REPO, "..", "shared", "bench")):
-        if d and os.path.isfile(os.path.join(d, "pgbench_lib.py")):
-            return os.path.abspath(d)
-    sys.exit("bench_joins.py: pgbench_lib.py not found: set BLOOMAMQ_PEERS_DIR to shared/bench")
-
-
-sys.path.insert(0, peers_dir())
-from pgbench_lib import connect, run, timed  # noqa: E402
+from benchlib import connect, ensure_dataset, run, timed
 
 ap = argparse.ArgumentParser(description="bloomamq hash-join pre-filter benchmark")
 ap.add_argument("--fact", type=int, default=10_000_000, help="rows of the fact table")
@@ -60,18 +46,8 @@ def table_rows(name):
     return run(conn, f"SELECT count(*) FROM {name}")[0][0]
 
 
-# The peers' dataset, exactly as shared/bench/peers.py builds it.
-if table_rows("t_big") != N or table_rows("t_small") is None:
-    run(conn, "DROP TABLE IF EXISTS t_big, t_small")
-    run(conn, f"""CREATE TABLE t_big AS SELECT ((i::bigint * 2654435761) % 1099511627776) AS id,
-                     i::int4 AS id4, 'user_' || i AS k FROM generate_series(1, {N}) i""")
-    run(conn, f"""CREATE TABLE t_small AS
-                  SELECT ((i::bigint * 2654435761) % 1099511627776) AS id, 'user_' || i AS k
-                  FROM generate_series(1, {N}, {2 * N // M}) i
-                  UNION ALL
-                  SELECT -i::bigint, 'nouser_' || i FROM generate_series(1, {M // 2}) i""")
-    run(conn, "VACUUM ANALYZE t_big")
-    run(conn, "VACUUM ANALYZE t_small")
+# The peers' dataset (benchlib.py), rebuilt if absent or of other sizes.
+ensure_dataset(conn, N, M)
 
 # The star schema.  Keys are spread by a multiplicative hash so that the
 # fact table is not clustered on any of them.
