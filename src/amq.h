@@ -330,8 +330,9 @@ amq_bloom_step(uint64_t h)
  * bits merge bytewise (OR, AND), so word order does not matter.
  */
 extern bool amq_same_geometry(const AmqFilter *a, const AmqFilter *b);
-extern void amq_merge_bits(uint8_t *dst, const uint8_t *src, uint64_t len,
-						   AmqMergeOp op);
+/* the merge op of the bit-array kinds (bloom, blocked, twobit) */
+extern AmqStatus amq_bitarray_merge(AmqFilter *dst, const AmqFilter *src,
+									AmqMergeOp op);
 
 /* amq_sort.c: sort ascending and drop duplicates in place; returns new n */
 extern size_t amq_sort_unique(uint64_t *a, size_t n, uint64_t *scratch);

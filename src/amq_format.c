@@ -399,7 +399,8 @@ amq_same_geometry(const AmqFilter *a, const AmqFilter *b)
 		a->seed == b->seed;
 }
 
-void
+/* OR or AND src's bytes into dst's, eight at a time. */
+static void
 amq_merge_bits(uint8_t *dst, const uint8_t *src, uint64_t len, AmqMergeOp op)
 {
 	uint64_t	off = 0;
@@ -416,6 +417,16 @@ amq_merge_bits(uint8_t *dst, const uint8_t *src, uint64_t len, AmqMergeOp op)
 	}
 	for (; off < len; off++)
 		dst[off] = (op == AMQ_MERGE_UNION) ? (dst[off] | src[off]) : (dst[off] & src[off]);
+}
+
+/* Union or intersection of two bit-array filters of the same geometry. */
+AmqStatus
+amq_bitarray_merge(AmqFilter *dst, const AmqFilter *src, AmqMergeOp op)
+{
+	if (!amq_same_geometry(dst, src))
+		return AMQ_ERR_MISMATCH;
+	amq_merge_bits(dst->payload, src->payload, dst->payload_len, op);
+	return AMQ_OK;
 }
 
 /*

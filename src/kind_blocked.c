@@ -203,15 +203,6 @@ blocked_contains_span(const AmqFilter *f, uint64_t hash, const uint8_t *span)
 	return amq_blocked_probe(span, (uint32_t) amq_seeded(f, hash));
 }
 
-static AmqStatus
-blocked_merge(AmqFilter *dst, const AmqFilter *src, AmqMergeOp op)
-{
-	if (!amq_same_geometry(dst, src))
-		return AMQ_ERR_MISMATCH;
-	amq_merge_bits(dst->payload, src->payload, dst->payload_len, op);
-	return AMQ_OK;
-}
-
 /*
  * Each key sets one bit per word, so a word is a 32-bin linear counter:
  * pc set bits suggest ln(1 - pc/32) / ln(31/32) keys.  The eight words of a
@@ -270,6 +261,6 @@ const AmqKindOps amq_blocked_ops = {
 	.contains = blocked_contains,
 	.probe_span = blocked_probe_span,
 	.contains_span = blocked_contains_span,
-	.merge = blocked_merge,
+	.merge = amq_bitarray_merge,
 	.stats = blocked_stats,
 };

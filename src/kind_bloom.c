@@ -147,15 +147,6 @@ bloom_contains(const AmqFilter *f, uint64_t hash)
 	return true;
 }
 
-static AmqStatus
-bloom_merge(AmqFilter *dst, const AmqFilter *src, AmqMergeOp op)
-{
-	if (!amq_same_geometry(dst, src))
-		return AMQ_ERR_MISMATCH;
-	amq_merge_bits(dst->payload, src->payload, dst->payload_len, op);
-	return AMQ_OK;
-}
-
 static void
 bloom_stats(const AmqFilter *f, AmqStats *st)
 {
@@ -196,6 +187,6 @@ const AmqKindOps amq_bloom_ops = {
 	.contains = bloom_contains,
 	.probe_span = NULL,
 	.contains_span = NULL,
-	.merge = bloom_merge,
+	.merge = amq_bitarray_merge,
 	.stats = bloom_stats,
 };

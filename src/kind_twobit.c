@@ -176,15 +176,6 @@ twobit_contains_span(const AmqFilter *f, uint64_t hash, const uint8_t *span)
 	return (amq_load32(span) & mask) == mask;
 }
 
-static AmqStatus
-twobit_merge(AmqFilter *dst, const AmqFilter *src, AmqMergeOp op)
-{
-	if (!amq_same_geometry(dst, src))
-		return AMQ_ERR_MISMATCH;
-	amq_merge_bits(dst->payload, src->payload, dst->payload_len, op);
-	return AMQ_OK;
-}
-
 /*
  * est_fpr is exact given the payload: the mean over words of
  * C(pc,2)/C(32,2).  est_distinct inverts the expected number of set bits:
@@ -239,6 +230,6 @@ const AmqKindOps amq_twobit_ops = {
 	.contains = twobit_contains,
 	.probe_span = twobit_probe_span,
 	.contains_span = twobit_contains_span,
-	.merge = twobit_merge,
+	.merge = amq_bitarray_merge,
 	.stats = twobit_stats,
 };
