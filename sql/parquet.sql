@@ -143,6 +143,62 @@ FROM amq_from_array(ARRAY['-0'::float8], 0.01, 'parquet') f;
 SELECT f @> '-0'::float4 AS minus_zero
 FROM amq_add(amq_new('parquet', 10), 0::float4) f;
 
+-- NaN is one value to SQL and many bit patterns to Parquet, which hashes a
+-- float's bits.  A NaN probe finds the quiet NaNs writers produce, in both
+-- signs (0x7fc00000 and 0xffc00000 in a FLOAT column, 0x7ff8000000000000
+-- and 0xfff8000000000000 in a DOUBLE one), whatever the probe's own bits,
+-- and a NaN of any other bits when probed with those bits.  A filter
+-- holding exactly one encoding is made from its bytes (little-endian, as
+-- bytea, which Parquet hashes alike); 8 KB bitsets are stored out of line,
+-- so probes of the table read TOAST slices, and probes of the filters made
+-- in the query read them whole.
+CREATE TABLE nan_enc (col regtype, bits text, f amqfilter);
+INSERT INTO nan_enc
+SELECT col::regtype, bits, amq_from_parquet(amq_to_parquet(amq_add(
+		amq_from_parquet(decode(repeat('00', 8192), 'hex')), decode(le, 'hex'))), col::regtype)
+FROM (VALUES ('float4', '7fc00000', '0000c07f'), ('float4', 'ffc00000', '0000c0ff'),
+	('float4', '7fc00001', '0100c07f'), ('float4', '7f800001', '0100807f'),
+	('float4', 'ffc12345', '4523c1ff'),
+	('float8', '7ff8000000000000', '000000000000f87f'), ('float8', 'fff8000000000000', '000000000000f8ff'),
+	('float8', '7ff8000000000001', '010000000000f87f'), ('float8', '7ff0000000000001', '010000000000f07f'),
+	('float8', 'fff8000000012345', '452301000000f8ff')) v(col, bits, le);
+-- probes SQL makes: its NaN, negated, and inf - inf (the platform's own)
+CREATE TABLE nan_probe (probe text, f4 float4, f8 float8);
+INSERT INTO nan_probe VALUES
+	('NaN', 'NaN', 'NaN'), ('-NaN', -'NaN'::float4, -'NaN'::float8),
+	('inf - inf', 'inf'::float4 - 'inf'::float4, 'inf'::float8 - 'inf'::float8);
+-- probes of other bits, which SQL does not make: a binary COPY of
+-- (name, float4 bits, float8 bits) = (payload, 7fc00001, 7ff8000000000001),
+-- (signaling, 7f800001, 7ff0000000000001) and
+-- (negative payload, ffc12345, fff8000000012345)
+\copy nan_probe FROM PROGRAM 'printf ''PGCOPY\012\377\015\012\000\000\000\000\000\000\000\000\000\000\003\000\000\000\007payload\000\000\000\004\177\300\000\001\000\000\000\010\177\370\000\000\000\000\000\001\000\003\000\000\000\011signaling\000\000\000\004\177\200\000\001\000\000\000\010\177\360\000\000\000\000\000\001\000\003\000\000\000\020negative\040payload\000\000\000\004\377\301\043E\000\000\000\010\377\370\000\000\000\001\043E\377\377''' WITH (FORMAT binary)
+SELECT probe, encode(float4send(f4), 'hex') AS f4, encode(float8send(f8), 'hex') AS f8
+FROM nan_probe WHERE probe NOT IN ('-NaN', 'inf - inf') ORDER BY probe;
+-- every canonical encoding is found by every probe, of either type, by
+-- TOAST slices and in memory alike
+SELECT e.col, e.bits, bool_and(e.f @> p.f4 AND e.f @> p.f8) AS every_probe_finds,
+	bool_and((SELECT f FROM nan_enc x WHERE x.bits = e.bits OFFSET 0) @> p.f4 AND
+		(SELECT f FROM nan_enc x WHERE x.bits = e.bits OFFSET 0) @> p.f8) AS in_memory
+FROM nan_enc e, nan_probe p
+WHERE e.bits IN ('7fc00000', 'ffc00000', '7ff8000000000000', 'fff8000000000000')
+GROUP BY e.col, e.bits ORDER BY e.col, e.bits;
+-- every encoding is found by a probe of its own bits
+SELECT e.col, e.bits, bool_and(CASE e.col WHEN 'float4'::regtype THEN e.f @> p.f4 ELSE e.f @> p.f8 END) AS by_slices,
+	bool_and(CASE e.col WHEN 'float4'::regtype
+		THEN (SELECT f FROM nan_enc x WHERE x.bits = e.bits OFFSET 0) @> p.f4
+		ELSE (SELECT f FROM nan_enc x WHERE x.bits = e.bits OFFSET 0) @> p.f8 END) AS in_memory
+FROM nan_enc e JOIN nan_probe p
+	ON e.bits = CASE e.col WHEN 'float4'::regtype THEN encode(float4send(p.f4), 'hex')
+		ELSE encode(float8send(p.f8), 'hex') END
+GROUP BY e.col, e.bits ORDER BY e.col, e.bits;
+-- a filter holds the NaN given, as a writer would, and a probe of any NaN
+-- finds it; no other float finds a NaN
+SELECT f @> 'NaN'::float8 AS nan, f @> -'NaN'::float8 AS minus_nan,
+	f @> 'NaN'::float4 AS nan4, amq_contains_any(f, ARRAY[1, -'NaN'::float8]) AS any_nan,
+	f @> 'Infinity'::float8 AS infinity, f @> 0::float8 AS zero, amq_count(f) AS hashes
+FROM amq_from_array(ARRAY['NaN'::float8], 0.01, 'parquet') f;
+SELECT f @> 'NaN'::float4 AS nan FROM amq_add(amq_new('parquet', 10), -'NaN'::float4) f;
+
 -- what amq_info says
 SELECT amq_info(amq_from_parquet(bits, 'int8')) - 'estimated_fpr' - 'estimated_distinct' - 'fill_ratio' - 'keys' - 'target_fpr'
 FROM vec WHERE name = 'int8';

@@ -349,40 +349,103 @@ pq_hash_int(Datum d, AmqKeyHasher *h)
 	return pq_hash_int_value(pq_int_datum(h, d), h->key_type);
 }
 
-static uint64
-pq_hash_float_value(double v, uint32 width)
-{
-	uint8		buf[8];
-	uint64		bits;
-
-	if (width == 4)
-	{
-		float		f = (float) v;
-
-		if ((double) f == v || isnan(v))
-		{
-			uint32		fbits;
-
-			memcpy(&fbits, &f, 4);
-			amq_store32(buf, fbits);
-			return pq_hash(buf, 4);
-		}
-	}
-	memcpy(&bits, &v, 8);
-	amq_store64(buf, bits);
-	return pq_hash(buf, 8);
-}
-
 static double
 pq_float_datum(const AmqKeyHasher *h, Datum d)
 {
 	return h->basetype == FLOAT4OID ? (double) DatumGetFloat4(d) : DatumGetFloat8(d);
 }
 
+/*
+ * The PLAIN bytes of float key d in a column of h's width (4: FLOAT, 8:
+ * DOUBLE) into buf; returns their length.  A float4 key in a FLOAT column
+ * is its own 4 bytes, bit for bit (a signaling NaN stays signaling).  A
+ * float8 key that a FLOAT column cannot hold exactly keeps its 8 bytes,
+ * and so is never found in one.
+ */
+static int
+pq_float_encode(const AmqKeyHasher *h, Datum d, uint8 *buf)
+{
+	double		v;
+	uint64		bits;
+
+	if (h->key_type == 4)
+	{
+		float		f = h->basetype == FLOAT4OID ? DatumGetFloat4(d) :
+			(float) DatumGetFloat8(d);
+		uint32		fbits;
+
+		if (h->basetype == FLOAT4OID || (double) f == DatumGetFloat8(d) ||
+			isnan(f))
+		{
+			memcpy(&fbits, &f, 4);
+			amq_store32(buf, fbits);
+			return 4;
+		}
+	}
+	v = pq_float_datum(h, d);
+	memcpy(&bits, &v, 8);
+	amq_store64(buf, bits);
+	return 8;
+}
+
 static uint64
 pq_hash_float(Datum d, AmqKeyHasher *h)
 {
-	return pq_hash_float_value(pq_float_datum(h, d), h->key_type);
+	uint8		buf[8];
+	int			len = pq_float_encode(h, d, buf);
+
+	return pq_hash(buf, len);
+}
+
+/*
+ * Parquet hashes a float's bits, so values that are one value to SQL's "="
+ * are several to it, and a filter holds the one a writer was given:
+ *
+ *	zero	0 and -0: a probe of either tries the other;
+ *	NaN		one NaN to SQL, 2^24 (FLOAT) or 2^53 (DOUBLE) bit patterns to
+ *			Parquet.  A probe tries its own bits (its hash proper) and the
+ *			quiet NaNs writers produce: the canonical one of Java's
+ *			floatToIntBits / doubleToLongBits and C's NAN, and its negation,
+ *			x86's default NaN (0/0, inf - inf).  A NaN of another payload is
+ *			found only by a probe of the same bits.
+ *
+ * Every other float has one encoding: no alternates, and this function
+ * returns after one test.
+ */
+static int
+pq_float_alternates(Datum d, const AmqKeyHasher *h, uint64 *alts)
+{
+	static const uint32 quiet_nan4[2] = {0x7fc00000, 0xffc00000};
+	static const uint64 quiet_nan8[2] = {
+		UINT64CONST(0x7ff8000000000000), UINT64CONST(0xfff8000000000000)
+	};
+	double		v = pq_float_datum(h, d);
+	uint8		own[8];
+	int			len;
+	int			n = 0;
+
+	if (likely(v != 0.0 && !isnan(v)))
+		return 0;
+	len = pq_float_encode(h, d, own);
+	if (v == 0.0)
+	{
+		/* the other zero: the sign bit is the top bit of the last byte */
+		own[len - 1] ^= 0x80;
+		alts[n++] = pq_hash(own, len);
+		return n;
+	}
+	for (int i = 0; i < 2; i++)
+	{
+		uint8		buf[8];
+
+		if (len == 4)
+			amq_store32(buf, quiet_nan4[i]);
+		else
+			amq_store64(buf, quiet_nan8[i]);
+		if (memcmp(buf, own, len) != 0)
+			alts[n++] = pq_hash(buf, len);
+	}
+	return n;
 }
 
 static uint64
@@ -449,6 +512,7 @@ AmqHasherSetParquet(AmqKeyHasher *h, uint32 width)
 {
 	uint32		natural = 0;
 
+	h->alternates = NULL;
 	switch (h->basetype)
 	{
 		case INT2OID:
@@ -473,6 +537,7 @@ AmqHasherSetParquet(AmqKeyHasher *h, uint32 width)
 		case FLOAT4OID:
 		case FLOAT8OID:
 			h->hash = pq_hash_float;
+			h->alternates = pq_float_alternates;
 			break;
 		case TEXTOID:
 		case VARCHAROID:
@@ -526,26 +591,6 @@ AmqHasherFor(AmqHashers *hs, const AmqFilter *f)
 		hs->parquet_width = f->key_type;
 	}
 	return &hs->parquet;
-}
-
-/*
- * Parquet hashes a float's bytes, so 0 and -0, equal in SQL, are two
- * values to it.  A filter holds what a Parquet writer would (the value as
- * given), and a probe of a zero tries the other zero too: for a zero key,
- * this gives the other zero's hash.
- */
-bool
-AmqParquetOtherZero(const AmqKeyHasher *h, Datum value, uint64 *hash)
-{
-	double		v;
-
-	if (h->scheme != AMQ_HASH_PARQUET || h->family != AMQ_FAMILY_FLOAT)
-		return false;
-	v = pq_float_datum(h, value);
-	if (v != 0.0)
-		return false;
-	*hash = pq_hash_float_value(signbit(v) ? 0.0 : -0.0, h->key_type);
-	return true;
 }
 
 const char *
