@@ -221,3 +221,23 @@ SELECT pg_temp.err($$SELECT amq_from_parquet(bits, 'int8') @> 'x'::text FROM vec
 SELECT pg_temp.err($$SELECT amq_add(amq_from_parquet(bits, 'int8'), 1.5::float8) FROM vec WHERE name = 'int8'$$);
 SELECT pg_temp.err($$SELECT amq_new('parquet', 10) | amq_new('blocked', 10)$$);
 SELECT amq_from_parquet(NULL) IS NULL AS null_in_null_out;
+
+-- a type without a Parquet physical type: the hint names those there are
+CREATE FUNCTION pg_temp.err_hint(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	hint text;
+BEGIN
+	EXECUTE q;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+	RETURN SQLSTATE || ': ' || SQLERRM || coalesce(' (hint: ' || nullif(hint, '') || ')', '');
+END $$;
+SELECT pg_temp.err_hint($$SELECT amq_from_parquet(decode(repeat('00', 32), 'hex'), 'numeric')$$);
+SELECT pg_temp.err_hint($$SELECT amq_from_parquet(decode(repeat('00', 32), 'hex'), 'point')$$);
+SELECT pg_temp.err_hint($$SELECT amq_from_parquet(decode(repeat('00', 32), 'hex'), 'int4[]')$$);
+SELECT pg_temp.err_hint($$SELECT amq_add(amq_new('parquet', 10), true)$$);
+-- a domain over an accepted type is accepted
+CREATE DOMAIN pq_id AS int8 CHECK (VALUE > 0);
+SELECT f @> 5::pq_id AS five, amq_info(f) ->> 'parquet_type' AS parquet_type
+FROM (SELECT amq_from_parquet(bits, 'pq_id') AS f FROM vec WHERE name = 'int8') s;

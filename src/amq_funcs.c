@@ -265,6 +265,11 @@ amq_from_parquet(PG_FUNCTION_ARGS)
 		Oid			typid = PG_GETARG_OID(1);
 		AmqKeyHasher h;
 
+		/*
+		 * Before the hasher, whose error for a type without a hash function
+		 * would not name the types a Parquet column can have.
+		 */
+		AmqCheckParquetType(typid);
 		AmqHasherInit(&h, typid, InvalidOid, CurrentMemoryContext);
 		AmqHasherSetParquet(&h, 0);
 		f.key_family = h.family;

@@ -35,6 +35,7 @@
 
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
@@ -503,6 +504,72 @@ pq_hash_timestamp(Datum d, AmqKeyHasher *h)
 }
 
 /*
+ * The key types Parquet filters take: how each is hashed, and the width of
+ * its column (INT32 or INT64, FLOAT or DOUBLE) for integers and floats.
+ * The one list of them: hashing, the type check and its error's hint all
+ * read it.
+ */
+typedef struct PqKeyType
+{
+	Oid			type;
+	const char *name;			/* as the hint names it */
+	AmqHashFn	hash;
+	AmqAltHashFn alternates;
+	uint32		width;			/* 0: not an integer or float */
+} PqKeyType;
+
+static const PqKeyType pq_key_types[] = {
+	{INT2OID, "int2", pq_hash_int, NULL, 4},
+	{INT4OID, "int4", pq_hash_int, NULL, 4},
+	{INT8OID, "int8", pq_hash_int, NULL, 8},
+	{FLOAT4OID, "float4", pq_hash_float, pq_float_alternates, 4},
+	{FLOAT8OID, "float8", pq_hash_float, pq_float_alternates, 8},
+	{TEXTOID, "text", pq_hash_varlena, NULL, 0},
+	{VARCHAROID, "varchar", pq_hash_varlena, NULL, 0},
+	{BPCHAROID, "bpchar", pq_hash_varlena, NULL, 0},
+	{NAMEOID, "name", pq_hash_name, NULL, 0},
+	{BYTEAOID, "bytea", pq_hash_varlena, NULL, 0},
+	{UUIDOID, "uuid", pq_hash_uuid, NULL, 0},
+	{DATEOID, "date", pq_hash_date, NULL, 0},
+	{TIMESTAMPOID, "timestamp", pq_hash_timestamp, NULL, 0},
+	{TIMESTAMPTZOID, "timestamptz", pq_hash_timestamp, NULL, 0},
+};
+
+/*
+ * The Parquet key type of typid, whose base type (typid, or the type a
+ * domain is over) is base, or an ERROR naming the types there are.
+ */
+static const PqKeyType *
+pq_key_type(Oid typid, Oid base)
+{
+	StringInfoData names;
+
+	for (int i = 0; i < lengthof(pq_key_types); i++)
+		if (pq_key_types[i].type == base)
+			return &pq_key_types[i];
+
+	initStringInfo(&names);
+	for (int i = 0; i < lengthof(pq_key_types); i++)
+		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "", pq_key_types[i].name);
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("type %s has no Parquet physical type for amqfilter",
+					format_type_be(typid)),
+			 errhint("Accepted types: %s, and domains over them.", names.data)));
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * An ERROR, naming the types there are, unless typid (a column_type of
+ * amq_from_parquet, say) is a type Parquet filters take.
+ */
+void
+AmqCheckParquetType(Oid typid)
+{
+	(void) pq_key_type(typid, getBaseType(typid));
+}
+
+/*
  * Switch h to Parquet hashing for a column of the given width (4 or 8 for
  * integers and floats; 0: the width of h's own type).  An ERROR if h's type
  * has no Parquet physical type here.
@@ -510,64 +577,13 @@ pq_hash_timestamp(Datum d, AmqKeyHasher *h)
 void
 AmqHasherSetParquet(AmqKeyHasher *h, uint32 width)
 {
-	uint32		natural = 0;
+	const PqKeyType *t = pq_key_type(h->typid, h->basetype);
 
-	h->alternates = NULL;
-	switch (h->basetype)
-	{
-		case INT2OID:
-		case INT4OID:
-		case FLOAT4OID:
-			natural = 4;
-			break;
-		case INT8OID:
-		case FLOAT8OID:
-			natural = 8;
-			break;
-		default:
-			break;
-	}
-	switch (h->basetype)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-			h->hash = pq_hash_int;
-			break;
-		case FLOAT4OID:
-		case FLOAT8OID:
-			h->hash = pq_hash_float;
-			h->alternates = pq_float_alternates;
-			break;
-		case TEXTOID:
-		case VARCHAROID:
-		case BPCHAROID:
-		case BYTEAOID:
-			h->hash = pq_hash_varlena;
-			break;
-		case NAMEOID:
-			h->hash = pq_hash_name;
-			break;
-		case UUIDOID:
-			h->hash = pq_hash_uuid;
-			break;
-		case DATEOID:
-			h->hash = pq_hash_date;
-			break;
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-			h->hash = pq_hash_timestamp;
-			break;
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("type %s has no Parquet physical type for amqfilter",
-							format_type_be(h->typid)),
-					 errhint("Parquet filters take int2, int4, int8, float4, float8, text, varchar, bpchar, name, bytea, uuid, date, timestamp and timestamptz keys.")));
-	}
-	if (natural == 0 && width != 0)
+	if (t->width == 0 && width != 0)
 		elog(ERROR, "Parquet width %u given for a key type without one", width);
-	h->key_type = natural ? (width ? width : natural) : 0;
+	h->hash = t->hash;
+	h->alternates = t->alternates;
+	h->key_type = t->width ? (width ? width : t->width) : 0;
 	h->scheme = AMQ_HASH_PARQUET;
 	h->fast_type = InvalidOid;
 }
