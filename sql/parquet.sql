@@ -203,6 +203,12 @@ SELECT f @> 'NaN'::float4 AS nan FROM amq_add(amq_new('parquet', 10), -'NaN'::fl
 SELECT amq_info(amq_from_parquet(bits, 'int8')) - 'estimated_fpr' - 'estimated_distinct' - 'fill_ratio' - 'keys' - 'target_fpr'
 FROM vec WHERE name = 'int8';
 SELECT amq_info(amq_from_parquet(bits)) ->> 'parquet_type' AS untyped FROM vec WHERE name = 'int8';
+-- a filter with Parquet's hashing is of kind parquet, however it was made
+SELECT amq_kind(amq_from_parquet(bits, 'int8')) AS from_parquet, amq_kind(amq_new('parquet', 10)) AS new,
+	amq_kind(amq_from_array(ARRAY[1], 0.01, 'parquet')) AS from_array,
+	(SELECT amq_kind(amq_agg(v::int8, 0.01, 'parquet')) FROM vals WHERE name = 'int8') AS agg,
+	amq_info(amq_new('parquet', 10)) ->> 'kind' AS info, amq_kind(amq_new('blocked', 10)) AS blocked
+FROM vec WHERE name = 'int8';
 -- the key estimate of an imported bitset is near the writer's count
 SELECT name, amq_count(amq_from_parquet(bits, typ))::float8 / (SELECT count(*) FROM vals WHERE vals.name = vec.name) BETWEEN 0.8 AND 1.2 AS estimate_near
 FROM vec WHERE length(bits) >= 1024 ORDER BY name;

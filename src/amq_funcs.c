@@ -380,7 +380,7 @@ amq_info(PG_FUNCTION_ARGS)
 	ops->stats(&f, &st);
 	initStringInfo(&s);
 	appendStringInfo(&s, "{\"kind\": \"%s\", \"format_version\": %d, \"bytes\": " UINT64_FORMAT ", \"payload_bytes\": " UINT64_FORMAT ", \"keys\": " UINT64_FORMAT ", \"keys_estimated\": %s",
-					 ops->name, AMQ_FORMAT_VERSION, bytes, f.payload_len,
+					 AmqFilterKindName(&f), AMQ_FORMAT_VERSION, bytes, f.payload_len,
 					 f.nkeys, (f.flags & AMQ_FLAG_NKEYS_ESTIMATED) ? "true" : "false");
 	append_num(&s, "bits_per_key", f.nkeys ? (double) bytes * 8.0 / f.nkeys : NAN);
 	if (st.k)
@@ -408,7 +408,7 @@ amq_kind(PG_FUNCTION_ARGS)
 	AmqFilter	f;
 
 	AmqFilterGetArg(fcinfo, 0, &f, false);
-	PG_RETURN_TEXT_P(cstring_to_text(AmqKindOpsOf(&f)->name));
+	PG_RETURN_TEXT_P(cstring_to_text(AmqFilterKindName(&f)));
 }
 
 Datum
