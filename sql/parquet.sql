@@ -15,6 +15,17 @@ EXCEPTION WHEN OTHERS THEN
 	GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
 	RETURN SQLSTATE || ': ' || SQLERRM || coalesce(' (' || nullif(detail, '') || ')', '');
 END $$;
+-- the same, with the hint instead of the detail
+CREATE FUNCTION pg_temp.err_hint(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	hint text;
+BEGIN
+	EXECUTE q;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+	RETURN SQLSTATE || ': ' || SQLERRM || coalesce(' (hint: ' || nullif(hint, '') || ')', '');
+END $$;
 
 CREATE TABLE vec (name text PRIMARY KEY, typ regtype, bits bytea);
 CREATE TABLE vals (name text, v text);
@@ -216,6 +227,67 @@ FROM vec WHERE length(bits) >= 1024 ORDER BY name;
 -- a round trip keeps the bytes
 SELECT bool_and(amq_to_parquet(amq_from_parquet(bits, typ)) = bits) AS round_trip FROM vec;
 
+-- A whole Parquet bloom filter, as a Parquet file stores it: a Thrift
+-- compact-protocol BloomFilterHeader (numBytes, then BLOCK, XXHASH and
+-- UNCOMPRESSED, each an empty struct in its union), then the bitset.  The
+-- headers DuckDB wrote are in MANIFEST.tsv; pq_header writes the same
+-- bytes for any length and any union members.
+CREATE TABLE manifest (name text, pg_type text, parquet_physical_type text,
+	parquet_logical_type text, n_values int, num_bytes int, n_blocks int, n_absent int,
+	n_absent_maybe int, absent_answered_by text, duckdb_fpr_option float8,
+	rows_per_value int, header_hex text, bitset_sha256 text);
+\copy manifest FROM PROGRAM 'sed 1d test/vectors/parquet/MANIFEST.tsv' WITH (FORMAT csv, HEADER, DELIMITER E'\t')
+CREATE FUNCTION pg_temp.varint(v bigint) RETURNS bytea LANGUAGE plpgsql AS $$
+DECLARE
+	r bytea := '';
+BEGIN
+	WHILE v >= 128 LOOP
+		r := r || set_byte('\x00', 0, (v % 128 + 128)::int);
+		v := v / 128;
+	END LOOP;
+	RETURN r || set_byte('\x00', 0, v::int);
+END $$;
+CREATE FUNCTION pg_temp.pq_header(num_bytes bigint, algorithm int = 1, hash int = 1,
+	compression int = 1) RETURNS bytea LANGUAGE sql AS $$
+	SELECT '\x15'::bytea || pg_temp.varint(2 * num_bytes)
+		|| '\x1c'::bytea || set_byte('\x00', 0, algorithm * 16 + 12) || '\x0000'::bytea
+		|| '\x1c'::bytea || set_byte('\x00', 0, hash * 16 + 12) || '\x0000'::bytea
+		|| '\x1c'::bytea || set_byte('\x00', 0, compression * 16 + 12) || '\x0000'::bytea
+		|| '\x00'::bytea
+$$;
+-- DuckDB's whole filters give the same filter as their bitsets, and its
+-- headers are what pq_header writes
+SELECT count(*) AS vectors, bool_and(amq_from_parquet(decode(m.header_hex, 'hex') || t.bits, t.typ)::bytea
+		= amq_from_parquet(t.bits, t.typ)::bytea) AS same_filter,
+	bool_and(pg_temp.pq_header(length(t.bits)) = decode(m.header_hex, 'hex')) AS headers_as_written
+FROM vec t JOIN manifest m USING (name);
+SELECT t.name, (SELECT count(*) FROM vals WHERE vals.name = t.name
+		AND NOT amq_from_parquet(decode(m.header_hex, 'hex') || t.bits, 'int8') @> vals.v::int8) AS false_negatives
+FROM vec t JOIN manifest m USING (name) WHERE t.typ = 'int8'::regtype ORDER BY t.name;
+-- a filter built here, exported as a whole filter and read back
+CREATE TABLE whole AS
+SELECT bits, pg_temp.pq_header(length(bits)) || bits AS whole
+FROM (SELECT amq_to_parquet(amq_agg(g, 0.01, 'parquet')) AS bits FROM generate_series(1, 3000) g) s;
+SELECT length(whole) - length(bits) AS header_bytes,
+	amq_to_parquet(amq_from_parquet(whole, 'int4')) = bits AS round_trip,
+	(SELECT count(*) FROM generate_series(1, 3000) g WHERE NOT amq_from_parquet(whole, 'int4') @> g) AS false_negatives,
+	amq_kind(amq_from_parquet(whole)) AS kind
+FROM whole;
+-- refused: another algorithm, hash or compression; numBytes not the bytes
+-- that follow (a truncated or overlong filter); a truncated header; the
+-- pre-release drafts' header (hash 1 was Murmur3 then), which has no
+-- compression field
+SELECT pg_temp.err($$SELECT amq_from_parquet(pg_temp.pq_header(length(bits), hash => 2) || bits) FROM whole$$);
+SELECT pg_temp.err($$SELECT amq_from_parquet(pg_temp.pq_header(length(bits), algorithm => 2) || bits) FROM whole$$);
+SELECT pg_temp.err($$SELECT amq_from_parquet(pg_temp.pq_header(length(bits), compression => 2) || bits) FROM whole$$);
+SELECT pg_temp.err($$SELECT amq_from_parquet(substr(whole, 1, length(whole) - 1)) FROM whole$$);
+SELECT pg_temp.err($$SELECT amq_from_parquet(whole || '\x00'::bytea) FROM whole$$);
+SELECT pg_temp.err($$SELECT amq_from_parquet(substr(whole, 1, 10)) FROM whole$$);
+SELECT pg_temp.err($$SELECT amq_from_parquet(substr(whole, 1, 11) || '\x00'::bytea || bits) FROM whole$$);
+SELECT pg_temp.err($$SELECT amq_from_parquet(pg_temp.pq_header(48) || decode(repeat('00', 48), 'hex'))$$);
+SELECT pg_temp.err_hint($$SELECT amq_from_parquet(pg_temp.pq_header(length(bits), hash => 2) || bits) FROM whole$$);
+SELECT pg_temp.err_hint($$SELECT amq_from_parquet(substr(whole, 1, length(whole) - 1)) FROM whole$$);
+
 -- errors
 SELECT pg_temp.err($$SELECT amq_to_parquet(amq_from_array(ARRAY[1]))$$);
 SELECT pg_temp.err($$SELECT amq_to_parquet(amq_from_array(ARRAY[1], 0.01, 'bloom'))$$);
@@ -229,16 +301,6 @@ SELECT pg_temp.err($$SELECT amq_new('parquet', 10) | amq_new('blocked', 10)$$);
 SELECT amq_from_parquet(NULL) IS NULL AS null_in_null_out;
 
 -- a type without a Parquet physical type: the hint names those there are
-CREATE FUNCTION pg_temp.err_hint(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	hint text;
-BEGIN
-	EXECUTE q;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
-	RETURN SQLSTATE || ': ' || SQLERRM || coalesce(' (hint: ' || nullif(hint, '') || ')', '');
-END $$;
 SELECT pg_temp.err_hint($$SELECT amq_from_parquet(decode(repeat('00', 32), 'hex'), 'numeric')$$);
 SELECT pg_temp.err_hint($$SELECT amq_from_parquet(decode(repeat('00', 32), 'hex'), 'point')$$);
 SELECT pg_temp.err_hint($$SELECT amq_from_parquet(decode(repeat('00', 32), 'hex'), 'int4[]')$$);
