@@ -310,6 +310,35 @@ extern bool amq_parquet_bitset_ok(uint64_t len);
 extern void amq_parquet_describe(AmqFilter *f);
 
 /*
+ * amq_format.c: what amq_from_parquet takes, a bare bitset or a whole
+ * Parquet bloom filter (its Thrift BloomFilterHeader, then the bitset).
+ */
+typedef struct AmqParquetHeader
+{
+	size_t		header_len;		/* bytes of the Thrift header */
+	int64_t		num_bytes;		/* numBytes: bytes of bitset after it */
+	int			algorithm;		/* the member each union has set: 1 is */
+	int			hash;			/* BLOCK, XXHASH, UNCOMPRESSED */
+	int			compression;
+	bool		algorithm_plain;	/* the member is an empty struct */
+	bool		hash_plain;
+	bool		compression_plain;
+} AmqParquetHeader;
+
+typedef struct AmqParquetInput
+{
+	bool		whole;			/* a header came first */
+	bool		header_like;	/* on failure: the bytes began like one */
+	AmqParquetHeader header;	/* when whole */
+	const uint8_t *bitset;		/* on success: the bitset */
+	size_t		bitset_len;
+	char		detail[192];	/* on failure: why, a sentence */
+} AmqParquetInput;
+
+extern AmqStatus amq_parquet_input(const uint8_t *buf, size_t len,
+								   AmqParquetInput *out);
+
+/*
  * kind_bloom.c: the Bloom geometry that bloom and counting share, and the
  * second hash of their double hashing (odd, so the k positions differ).
  */

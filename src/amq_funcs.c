@@ -235,43 +235,67 @@ amq_to_parquet(PG_FUNCTION_ARGS)
 }
 
 /*
- * amq_from_parquet(bitset, column_type): a Parquet split block filter from
- * its bitset.  column_type, the SQL type of the column it was written for,
- * fixes the Parquet physical type; NULL leaves it to each probe's key type.
+ * amq_from_parquet(bytes, column_type): a Parquet split block filter from
+ * its bitset, or from the whole filter as a Parquet file stores it (its
+ * BloomFilterHeader, then the bitset; see amq_parquet_input for how the two
+ * are told apart).  column_type, the SQL type of the column it was written
+ * for, fixes the Parquet physical type; NULL leaves it to each probe's key
+ * type.
  */
 Datum
 amq_from_parquet(PG_FUNCTION_ARGS)
 {
-	bytea	   *bits;
+	bytea	   *bytes;
 	Size		len;
+	AmqParquetInput in;
+	AmqStatus	st;
 	AmqFilter	f;
 	struct varlena *v;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	bits = PG_GETARG_BYTEA_PP(0);
-	len = VARSIZE_ANY_EXHDR(bits);
+	bytes = PG_GETARG_BYTEA_PP(0);
+	len = VARSIZE_ANY_EXHDR(bytes);
 
-	if (!amq_parquet_bitset_ok(len))
+	st = amq_parquet_input((const uint8 *) VARDATA_ANY(bytes), len, &in);
+	if (st == AMQ_ERR_UNSUPPORTED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("unsupported Parquet bloom filter"),
+				 errdetail("%s", in.detail),
+				 errhint("amq_from_parquet reads split block filters (BLOCK) hashed with XXH64 (XXHASH) and stored UNCOMPRESSED, the one kind the Parquet format defines.")));
+	if (st != AMQ_OK && !in.header_like)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("invalid Parquet split block filter bitset of %zu bytes", len),
-				 errdetail("A bitset is a whole number of 32-byte blocks, at least one, and at most 1 GB.")));
+				 errdetail("%s", in.detail)));
+	if (st != AMQ_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("invalid Parquet bloom filter header"),
+				 errdetail("%s", in.detail),
+				 errhint("Pass the bitset alone, or the whole bloom filter as the Parquet file stores it: the BloomFilterHeader and the numBytes bytes of bitset that follow it.")));
+
 	memset(&f, 0, sizeof(f));
 	f.kind = AMQ_KIND_BLOCKED;
-	f.payload_len = len;
+	f.payload_len = in.bitset_len;
 	if (!PG_ARGISNULL(1))
 	{
 		Oid			typid = PG_GETARG_OID(1);
 		AmqKeyHasher h;
 
+		/*
+		 * Before the hasher, whose error for a type without a hash function
+		 * would not name the types a Parquet column can have.
+		 */
+		AmqCheckParquetType(typid);
 		AmqHasherInit(&h, typid, InvalidOid, CurrentMemoryContext);
 		AmqHasherSetParquet(&h, 0);
 		f.key_family = h.family;
 		f.key_type = h.key_type;
 	}
 	v = AmqFilterAlloc(&f);
-	memcpy(f.payload, VARDATA_ANY(bits), len);
+	memcpy(f.payload, in.bitset, in.bitset_len);
 	/* geometry from the length, rate and key count from the bits */
 	amq_parquet_describe(&f);
 	return AmqFilterFinish(v, &f);
@@ -375,7 +399,7 @@ amq_info(PG_FUNCTION_ARGS)
 	ops->stats(&f, &st);
 	initStringInfo(&s);
 	appendStringInfo(&s, "{\"kind\": \"%s\", \"format_version\": %d, \"bytes\": " UINT64_FORMAT ", \"payload_bytes\": " UINT64_FORMAT ", \"keys\": " UINT64_FORMAT ", \"keys_estimated\": %s",
-					 ops->name, AMQ_FORMAT_VERSION, bytes, f.payload_len,
+					 AmqFilterKindName(&f), AMQ_FORMAT_VERSION, bytes, f.payload_len,
 					 f.nkeys, (f.flags & AMQ_FLAG_NKEYS_ESTIMATED) ? "true" : "false");
 	append_num(&s, "bits_per_key", f.nkeys ? (double) bytes * 8.0 / f.nkeys : NAN);
 	if (st.k)
@@ -403,7 +427,7 @@ amq_kind(PG_FUNCTION_ARGS)
 	AmqFilter	f;
 
 	AmqFilterGetArg(fcinfo, 0, &f, false);
-	PG_RETURN_TEXT_P(cstring_to_text(AmqKindOpsOf(&f)->name));
+	PG_RETURN_TEXT_P(cstring_to_text(AmqFilterKindName(&f)));
 }
 
 Datum

@@ -184,7 +184,6 @@ probe_by_slices(AmqProbeCache *c, Datum d, Datum key, bool *done)
 	AmqFilter	f;
 	const AmqKindOps *ops;
 	AmqKeyHasher *h;
-	uint64		other;
 	bool		result;
 
 	hv = PG_DETOAST_DATUM_SLICE(d, 0, AMQ_HEADER_SIZE);
@@ -200,8 +199,14 @@ probe_by_slices(AmqProbeCache *c, Datum d, Datum key, bool *done)
 	h = AmqHasherFor(&c->hashers, &f);
 	AmqCheckFamily(&f, h);
 	result = probe_span_of(d, &f, ops, AmqHashDatum(h, key));
-	if (!result && AmqParquetOtherZero(h, key, &other))
-		result = probe_span_of(d, &f, ops, other);
+	if (!result)
+	{
+		uint64		alts[AMQ_MAX_ALT_HASHES];
+		int			n = AmqAltHashes(h, key, alts);
+
+		for (int i = 0; i < n && !result; i++)
+			result = probe_span_of(d, &f, ops, alts[i]);
+	}
 	pfree(hv);
 	*done = true;
 	return result;
@@ -305,13 +310,17 @@ probe_hash(const AmqProbeCache *c, uint64 hash)
 	return c->ops->contains(f, hash);
 }
 
-/* A Parquet float filter: probe the other zero too (cold). */
+/* The key's other hashes, if its own missed (cold; see AmqAltHashes). */
 static pg_noinline bool
-probe_other_zero(AmqProbeCache *c, Datum key)
+probe_alternates(AmqProbeCache *c, Datum key)
 {
-	uint64		other;
+	uint64		alts[AMQ_MAX_ALT_HASHES];
+	int			n = AmqAltHashes(c->active, key, alts);
 
-	return AmqParquetOtherZero(c->active, key, &other) && probe_hash(c, other);
+	for (int i = 0; i < n; i++)
+		if (probe_hash(c, alts[i]))
+			return true;
+	return false;
 }
 
 /*
@@ -323,8 +332,8 @@ probe_key(AmqProbeCache *c, Datum key)
 {
 	if (probe_hash(c, AmqHashDatum(c->active, key)))
 		return true;
-	/* Parquet's 0 and -0 are two values; SQL's are one */
-	return unlikely(c->active != &c->hashers.canon) && probe_other_zero(c, key);
+	/* Parquet's zeros and NaNs are several values; SQL's are one each */
+	return unlikely(c->active->alternates != NULL) && probe_alternates(c, key);
 }
 
 /* contains_one when the filter is not the cached in-memory one (cold) */

@@ -120,11 +120,16 @@ static bool
 filter_passes(const AmqFilter *f, const AmqKindOps *ops, AmqKeyHasher *h,
 			  Datum value)
 {
-	uint64		other;
+	uint64		alts[AMQ_MAX_ALT_HASHES];
+	int			n;
 
 	if (ops->contains(f, AmqHashDatum(h, value)))
 		return true;
-	return AmqParquetOtherZero(h, value, &other) && ops->contains(f, other);
+	n = AmqAltHashes(h, value, alts);
+	for (int i = 0; i < n; i++)
+		if (ops->contains(f, alts[i]))
+			return true;
+	return false;
 }
 
 /*

@@ -201,6 +201,19 @@ AmqKindOpsOf(const AmqFilter *f)
 	return ops;
 }
 
+/*
+ * The kind f was made as, by the name amq_new takes: "parquet" for a
+ * blocked filter with Parquet's hashing (the one kind Parquet hashing goes
+ * with), else its kind's.
+ */
+const char *
+AmqFilterKindName(const AmqFilter *f)
+{
+	if (f->hash_scheme == AMQ_HASH_PARQUET)
+		return "parquet";
+	return AmqKindOpsOf(f)->name;
+}
+
 void
 AmqCheckFpr(double fpr)
 {

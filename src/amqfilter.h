@@ -36,6 +36,7 @@ extern struct varlena *AmqFilterGetArg(FunctionCallInfo fcinfo, int argno,
 
 extern const AmqKindOps *AmqKindOpsByName(const char *name);
 extern const AmqKindOps *AmqKindOpsOf(const AmqFilter *f);
+extern const char *AmqFilterKindName(const AmqFilter *f);
 extern void AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr);
 extern const char *AmqSizeString(double bytes);
 extern void AmqCheckFpr(double fpr);

@@ -35,6 +35,7 @@
 
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
@@ -349,40 +350,103 @@ pq_hash_int(Datum d, AmqKeyHasher *h)
 	return pq_hash_int_value(pq_int_datum(h, d), h->key_type);
 }
 
-static uint64
-pq_hash_float_value(double v, uint32 width)
-{
-	uint8		buf[8];
-	uint64		bits;
-
-	if (width == 4)
-	{
-		float		f = (float) v;
-
-		if ((double) f == v || isnan(v))
-		{
-			uint32		fbits;
-
-			memcpy(&fbits, &f, 4);
-			amq_store32(buf, fbits);
-			return pq_hash(buf, 4);
-		}
-	}
-	memcpy(&bits, &v, 8);
-	amq_store64(buf, bits);
-	return pq_hash(buf, 8);
-}
-
 static double
 pq_float_datum(const AmqKeyHasher *h, Datum d)
 {
 	return h->basetype == FLOAT4OID ? (double) DatumGetFloat4(d) : DatumGetFloat8(d);
 }
 
+/*
+ * The PLAIN bytes of float key d in a column of h's width (4: FLOAT, 8:
+ * DOUBLE) into buf; returns their length.  A float4 key in a FLOAT column
+ * is its own 4 bytes, bit for bit (a signaling NaN stays signaling).  A
+ * float8 key that a FLOAT column cannot hold exactly keeps its 8 bytes,
+ * and so is never found in one.
+ */
+static int
+pq_float_encode(const AmqKeyHasher *h, Datum d, uint8 *buf)
+{
+	double		v;
+	uint64		bits;
+
+	if (h->key_type == 4)
+	{
+		float		f = h->basetype == FLOAT4OID ? DatumGetFloat4(d) :
+			(float) DatumGetFloat8(d);
+		uint32		fbits;
+
+		if (h->basetype == FLOAT4OID || (double) f == DatumGetFloat8(d) ||
+			isnan(f))
+		{
+			memcpy(&fbits, &f, 4);
+			amq_store32(buf, fbits);
+			return 4;
+		}
+	}
+	v = pq_float_datum(h, d);
+	memcpy(&bits, &v, 8);
+	amq_store64(buf, bits);
+	return 8;
+}
+
 static uint64
 pq_hash_float(Datum d, AmqKeyHasher *h)
 {
-	return pq_hash_float_value(pq_float_datum(h, d), h->key_type);
+	uint8		buf[8];
+	int			len = pq_float_encode(h, d, buf);
+
+	return pq_hash(buf, len);
+}
+
+/*
+ * Parquet hashes a float's bits, so values that are one value to SQL's "="
+ * are several to it, and a filter holds the one a writer was given:
+ *
+ *	zero	0 and -0: a probe of either tries the other;
+ *	NaN		one NaN to SQL, 2^24 (FLOAT) or 2^53 (DOUBLE) bit patterns to
+ *			Parquet.  A probe tries its own bits (its hash proper) and the
+ *			quiet NaNs writers produce: the canonical one of Java's
+ *			floatToIntBits / doubleToLongBits and C's NAN, and its negation,
+ *			x86's default NaN (0/0, inf - inf).  A NaN of another payload is
+ *			found only by a probe of the same bits.
+ *
+ * Every other float has one encoding: no alternates, and this function
+ * returns after one test.
+ */
+static int
+pq_float_alternates(Datum d, const AmqKeyHasher *h, uint64 *alts)
+{
+	static const uint32 quiet_nan4[2] = {0x7fc00000, 0xffc00000};
+	static const uint64 quiet_nan8[2] = {
+		UINT64CONST(0x7ff8000000000000), UINT64CONST(0xfff8000000000000)
+	};
+	double		v = pq_float_datum(h, d);
+	uint8		own[8];
+	int			len;
+	int			n = 0;
+
+	if (likely(v != 0.0 && !isnan(v)))
+		return 0;
+	len = pq_float_encode(h, d, own);
+	if (v == 0.0)
+	{
+		/* the other zero: the sign bit is the top bit of the last byte */
+		own[len - 1] ^= 0x80;
+		alts[n++] = pq_hash(own, len);
+		return n;
+	}
+	for (int i = 0; i < 2; i++)
+	{
+		uint8		buf[8];
+
+		if (len == 4)
+			amq_store32(buf, quiet_nan4[i]);
+		else
+			amq_store64(buf, quiet_nan8[i]);
+		if (memcmp(buf, own, len) != 0)
+			alts[n++] = pq_hash(buf, len);
+	}
+	return n;
 }
 
 static uint64
@@ -440,6 +504,72 @@ pq_hash_timestamp(Datum d, AmqKeyHasher *h)
 }
 
 /*
+ * The key types Parquet filters take: how each is hashed, and the width of
+ * its column (INT32 or INT64, FLOAT or DOUBLE) for integers and floats.
+ * The one list of them: hashing, the type check and its error's hint all
+ * read it.
+ */
+typedef struct PqKeyType
+{
+	Oid			type;
+	const char *name;			/* as the hint names it */
+	AmqHashFn	hash;
+	AmqAltHashFn alternates;
+	uint32		width;			/* 0: not an integer or float */
+} PqKeyType;
+
+static const PqKeyType pq_key_types[] = {
+	{INT2OID, "int2", pq_hash_int, NULL, 4},
+	{INT4OID, "int4", pq_hash_int, NULL, 4},
+	{INT8OID, "int8", pq_hash_int, NULL, 8},
+	{FLOAT4OID, "float4", pq_hash_float, pq_float_alternates, 4},
+	{FLOAT8OID, "float8", pq_hash_float, pq_float_alternates, 8},
+	{TEXTOID, "text", pq_hash_varlena, NULL, 0},
+	{VARCHAROID, "varchar", pq_hash_varlena, NULL, 0},
+	{BPCHAROID, "bpchar", pq_hash_varlena, NULL, 0},
+	{NAMEOID, "name", pq_hash_name, NULL, 0},
+	{BYTEAOID, "bytea", pq_hash_varlena, NULL, 0},
+	{UUIDOID, "uuid", pq_hash_uuid, NULL, 0},
+	{DATEOID, "date", pq_hash_date, NULL, 0},
+	{TIMESTAMPOID, "timestamp", pq_hash_timestamp, NULL, 0},
+	{TIMESTAMPTZOID, "timestamptz", pq_hash_timestamp, NULL, 0},
+};
+
+/*
+ * The Parquet key type of typid, whose base type (typid, or the type a
+ * domain is over) is base, or an ERROR naming the types there are.
+ */
+static const PqKeyType *
+pq_key_type(Oid typid, Oid base)
+{
+	StringInfoData names;
+
+	for (int i = 0; i < lengthof(pq_key_types); i++)
+		if (pq_key_types[i].type == base)
+			return &pq_key_types[i];
+
+	initStringInfo(&names);
+	for (int i = 0; i < lengthof(pq_key_types); i++)
+		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "", pq_key_types[i].name);
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("type %s has no Parquet physical type for amqfilter",
+					format_type_be(typid)),
+			 errhint("Accepted types: %s, and domains over them.", names.data)));
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * An ERROR, naming the types there are, unless typid (a column_type of
+ * amq_from_parquet, say) is a type Parquet filters take.
+ */
+void
+AmqCheckParquetType(Oid typid)
+{
+	(void) pq_key_type(typid, getBaseType(typid));
+}
+
+/*
  * Switch h to Parquet hashing for a column of the given width (4 or 8 for
  * integers and floats; 0: the width of h's own type).  An ERROR if h's type
  * has no Parquet physical type here.
@@ -447,62 +577,13 @@ pq_hash_timestamp(Datum d, AmqKeyHasher *h)
 void
 AmqHasherSetParquet(AmqKeyHasher *h, uint32 width)
 {
-	uint32		natural = 0;
+	const PqKeyType *t = pq_key_type(h->typid, h->basetype);
 
-	switch (h->basetype)
-	{
-		case INT2OID:
-		case INT4OID:
-		case FLOAT4OID:
-			natural = 4;
-			break;
-		case INT8OID:
-		case FLOAT8OID:
-			natural = 8;
-			break;
-		default:
-			break;
-	}
-	switch (h->basetype)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-			h->hash = pq_hash_int;
-			break;
-		case FLOAT4OID:
-		case FLOAT8OID:
-			h->hash = pq_hash_float;
-			break;
-		case TEXTOID:
-		case VARCHAROID:
-		case BPCHAROID:
-		case BYTEAOID:
-			h->hash = pq_hash_varlena;
-			break;
-		case NAMEOID:
-			h->hash = pq_hash_name;
-			break;
-		case UUIDOID:
-			h->hash = pq_hash_uuid;
-			break;
-		case DATEOID:
-			h->hash = pq_hash_date;
-			break;
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-			h->hash = pq_hash_timestamp;
-			break;
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("type %s has no Parquet physical type for amqfilter",
-							format_type_be(h->typid)),
-					 errhint("Parquet filters take int2, int4, int8, float4, float8, text, varchar, bpchar, name, bytea, uuid, date, timestamp and timestamptz keys.")));
-	}
-	if (natural == 0 && width != 0)
+	if (t->width == 0 && width != 0)
 		elog(ERROR, "Parquet width %u given for a key type without one", width);
-	h->key_type = natural ? (width ? width : natural) : 0;
+	h->hash = t->hash;
+	h->alternates = t->alternates;
+	h->key_type = t->width ? (width ? width : t->width) : 0;
 	h->scheme = AMQ_HASH_PARQUET;
 	h->fast_type = InvalidOid;
 }
@@ -526,26 +607,6 @@ AmqHasherFor(AmqHashers *hs, const AmqFilter *f)
 		hs->parquet_width = f->key_type;
 	}
 	return &hs->parquet;
-}
-
-/*
- * Parquet hashes a float's bytes, so 0 and -0, equal in SQL, are two
- * values to it.  A filter holds what a Parquet writer would (the value as
- * given), and a probe of a zero tries the other zero too: for a zero key,
- * this gives the other zero's hash.
- */
-bool
-AmqParquetOtherZero(const AmqKeyHasher *h, Datum value, uint64 *hash)
-{
-	double		v;
-
-	if (h->scheme != AMQ_HASH_PARQUET || h->family != AMQ_FAMILY_FLOAT)
-		return false;
-	v = pq_float_datum(h, value);
-	if (v != 0.0)
-		return false;
-	*hash = pq_hash_float_value(signbit(v) ? 0.0 : -0.0, h->key_type);
-	return true;
 }
 
 const char *

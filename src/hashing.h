@@ -21,6 +21,11 @@
 struct AmqKeyHasher;
 typedef uint64 (*AmqHashFn) (Datum value, struct AmqKeyHasher *h);
 
+/* a key's other hashes, at most AMQ_MAX_ALT_HASHES (see AmqAltHashes) */
+#define AMQ_MAX_ALT_HASHES	2
+typedef int (*AmqAltHashFn) (Datum value, const struct AmqKeyHasher *h,
+							 uint64 *alts);
+
 /* How to hash the values of one SQL type; set up once per call site. */
 typedef struct AmqKeyHasher
 {
@@ -33,6 +38,7 @@ typedef struct AmqKeyHasher
 								 * width of integers and floats; else 0 */
 	Oid			fast_type;		/* INT8OID or INT4OID: hashed inline */
 	AmqHashFn	hash;
+	AmqAltHashFn alternates;	/* NULL: a key has its hash alone */
 	FmgrInfo	ext_hash;		/* AMQ_FAMILY_OTHER: extended hash proc */
 } AmqKeyHasher;
 
@@ -54,8 +60,7 @@ extern AmqKeyHasher *AmqHasherFor(AmqHashers *hs, const AmqFilter *f);
 extern const char *AmqFamilyName(int family, uint32 key_type);
 extern void AmqCheckFamily(const AmqFilter *f, const AmqKeyHasher *h);
 extern void AmqHasherSetParquet(AmqKeyHasher *h, uint32 width);
-extern bool AmqParquetOtherZero(const AmqKeyHasher *h, Datum value,
-								uint64 *hash);
+extern void AmqCheckParquetType(Oid typid);
 
 /* The integer family's canonical hash, inline for the probe hot path. */
 static inline uint64
@@ -76,6 +81,22 @@ AmqHashDatum(AmqKeyHasher *h, Datum value)
 	if (h->fast_type == INT4OID)
 		return AmqHashInt64(DatumGetInt32(value));
 	return h->hash(value, h);
+}
+
+/*
+ * The hashes other than AmqHashDatum's under which a filter may hold a
+ * value equal to the key (under the type's "="), into
+ * alts[AMQ_MAX_ALT_HASHES]; returns how many.  A probe that misses the key's
+ * own hash tries these.  Only Parquet's float hashing has any: it hashes a
+ * float's bits, and SQL's one zero and one NaN have several (see
+ * hashing.c).  Every other hasher returns 0 without a call.
+ */
+static inline int
+AmqAltHashes(const AmqKeyHasher *h, Datum value, uint64 *alts)
+{
+	if (likely(h->alternates == NULL))
+		return 0;
+	return h->alternates(value, h, alts);
 }
 
 #endif							/* AMQ_HASHING_H */

@@ -9,8 +9,8 @@
  *
  * writes DIR/filter (serialized filters), DIR/text (their base64 text
  * form), DIR/aggstate (serialized aggregate states, buffer and filter
- * mode) and DIR/parquet (split block bitsets).  The output is the same on
- * every run and every host.
+ * mode) and DIR/parquet (split block bitsets, alone and as whole Parquet
+ * bloom filters).  The output is the same on every run and every host.
  *
  *-------------------------------------------------------------------------
  */
@@ -159,6 +159,47 @@ make_filter(int kind, uint64_t capacity, double fpr, uint64_t nkeys,
 	return buf;
 }
 
+/*
+ * A fuzz_parquet input: the column byte (2: int8), then the bitset, alone
+ * or after the BloomFilterHeader Parquet writers write (numBytes, then
+ * BLOCK, XXHASH and UNCOMPRESSED, each an empty struct in its union).
+ */
+static void
+write_parquet(const char *name, bool whole, const uint8_t *bitset, size_t len)
+{
+	uint8_t    *buf = xmalloc(1 + 32 + len);
+	size_t		n = 0;
+	AmqParquetInput in;
+
+	buf[n++] = 2;
+	if (whole)
+	{
+		/* field 1, i32, zigzag varint */
+		uint64_t	v = (uint64_t) len << 1;
+
+		buf[n++] = 0x15;
+		for (; v >= 0x80; v >>= 7)
+			buf[n++] = (uint8_t) (v | 0x80);
+		buf[n++] = (uint8_t) v;
+		/* fields 2, 3, 4: a union holding member 1, an empty struct */
+		for (int i = 0; i < 3; i++)
+		{
+			memcpy(buf + n, "\x1c\x1c\x00\x00", 4);
+			n += 4;
+		}
+		buf[n++] = 0;
+	}
+	memcpy(buf + n, bitset, len);
+	if (amq_parquet_input(buf + 1, n - 1 + len, &in) != AMQ_OK || in.whole != whole)
+	{
+		fprintf(stderr, "make_corpus: Parquet input %s is not taken: %s\n", name,
+				in.detail);
+		exit(1);
+	}
+	write_file("parquet", name, buf, n + len);
+	free(buf);
+}
+
 static void
 write_state(const char *name, const AmqStateHeader *h, const uint8_t *body,
 			size_t body_len)
@@ -295,11 +336,19 @@ main(int argc, char **argv)
 					free(scratch);
 				}
 
-				/* blocked payloads are Parquet bitsets */
+				/*
+				 * Blocked payloads are Parquet bitsets: the harness's input
+				 * is a column byte (int8), then the bitset alone or after a
+				 * BloomFilterHeader.
+				 */
 				if (kind == AMQ_KIND_BLOCKED)
 				{
 					snprintf(name, sizeof(name), "bitset-%zu-%d", s, variant);
-					write_file("parquet", name, buf + AMQ_HEADER_SIZE, len - AMQ_HEADER_SIZE);
+					write_parquet(name, false, buf + AMQ_HEADER_SIZE,
+								  len - AMQ_HEADER_SIZE);
+					snprintf(name, sizeof(name), "whole-%zu-%d", s, variant);
+					write_parquet(name, true, buf + AMQ_HEADER_SIZE,
+								  len - AMQ_HEADER_SIZE);
 				}
 				free(buf);
 			}

@@ -537,6 +537,8 @@ main(void)
 		test_ribbon();
 	if (test_state)
 		test_state();
+	if (test_parquet)
+		test_parquet();
 
 	time_sort();
 	time_probes(&amq_bloom_ops);
