@@ -136,6 +136,12 @@ CREATE INDEX chk_ul_amq ON chk_ul USING amq (k, s);
 INSERT INTO chk_ul SELECT g, md5(g::text) FROM generate_series(10001, 11000) g;
 SELECT * FROM pg_temp.check_indexes('chk_ul');
 
+-- A temporary table
+CREATE TEMP TABLE chk_temp AS SELECT g AS k, 'v' || g AS s FROM generate_series(1, 5000) g;
+CREATE INDEX chk_temp_amq ON chk_temp USING amq (s) WITH (pages_per_range = 2);
+INSERT INTO chk_temp SELECT g, 'v' || g FROM generate_series(5001, 6000) g;
+SELECT * FROM pg_temp.check_indexes('chk_temp');
+
 -- An operator class whose support function is not amq_hash
 CREATE FUNCTION chk_hash(int4) RETURNS int8
 	AS 'SELECT $1::int8 * 7919' LANGUAGE sql IMMUTABLE STRICT;

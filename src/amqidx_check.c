@@ -453,6 +453,10 @@ check_blob(AmqIdxCheckState *st, uint32 range, BlockNumber from, AmqIdxAddr a,
 		corrupted(st, from, range,
 				  "%s is at block %u, offset %u, outside the index's %u blocks of %u bytes of content",
 				  what, a.blk, a.off, st->nblocks, (unsigned) AMQIDX_CONTENT);
+	if (st->stream_end.blk == InvalidBlockNumber)
+		corrupted(st, from, range,
+				  "%s is at block %u, offset %u, but the metapage says nothing was written",
+				  what, a.blk, a.off);
 	if (stream_pos(a) + len > st->end_pos)
 		corrupted(st, from, range,
 				  "%s (block %u, offset %u, %llu bytes) runs past the end of the stream (block %u, offset %u)",
