@@ -283,7 +283,9 @@ damage("a range's directory entry emptied",
 # overwritten, runs and pages zeroed, in every index of m.  Each check must
 # pass (the damage hit bytes nothing uses, or only made a filter answer true
 # more often) or fail with XX002, or XX001 where the buffer manager refuses a
-# page header; never another error, never a crash.
+# page header, or 0A000 for a metapage version above this build's (as a scan
+# says: a later format, not known to be damage); never another error, never a
+# crash.
 my $seed = $ENV{CHECK_DAMAGE_SEED} // 20261124;
 note "random damage seed $seed";
 srand($seed);
@@ -348,11 +350,13 @@ for my $i (0 .. $nrandom - 1)
 			"\\set VERBOSITY verbose\nSELECT amq_index_check('m$i', $h);");
 		my $state = $r == 0 ? 'passed' : $e =~ /ERROR:  ([0-9A-Z]{5}):/ ? $1 : "psql exit $r";
 		$outcomes{$state}++;
-		push @unexpected, "m$i, heapallindexed $h: $e" if $state !~ /^(passed|XX002|XX001)$/;
+		push @unexpected, "m$i, heapallindexed $h: $e"
+		  unless $state =~ /^(passed|XX002|XX001)$/
+		  || ($state eq '0A000' && $e =~ /has version \d+, this bloomamq reads version 1/);
 	}
 }
 note join(', ', map { "$outcomes{$_} $_" } sort keys %outcomes);
-is(join("\n", @unexpected), '', 'random damage: every check passes or reports XX002 (or XX001)');
+is(join("\n", @unexpected), '', 'random damage: every check passes or reports XX002 (or XX001, or 0A000 for a later version)');
 cmp_ok($outcomes{XX002} // 0, '>', $nrandom / 2, 'random damage: most damage is reported');
 is($node->safe_psql('postgres', 'SELECT 1'), '1', 'random damage: the server is up');
 $node->safe_psql('postgres', 'DROP TABLE m');
