@@ -345,3 +345,13 @@ CREATE OPERATOR CLASS timestamptz_ops DEFAULT FOR TYPE timestamptz USING amq AS
 	OPERATOR 1 = (timestamptz, timestamptz), FUNCTION 1 amq_hash(anyelement);
 CREATE OPERATOR CLASS bool_ops DEFAULT FOR TYPE bool USING amq AS
 	OPERATOR 1 = (bool, bool), FUNCTION 1 amq_hash(anyelement);
+
+-- Verifying an amq index, in the spirit of amcheck's bt_index_check: an
+-- error (SQLSTATE XX002) at the first corruption found.  It locks the table
+-- and the index as a query does and registers a snapshot, hence PARALLEL
+-- RESTRICTED; it reads the heap as the table's owner, and only an owner of
+-- the index may run it.
+CREATE FUNCTION amq_index_check(index regclass, heapallindexed boolean DEFAULT false)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'amq_index_check' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION amq_index_check(regclass, boolean) IS 'verify an amq index: every page, range record and filter, and with heapallindexed that every row''s keys are in its range''s filters; raises an error on corruption';

@@ -17,6 +17,8 @@ CREATE EXTENSION bloomamq VERSION '0.1.0';
 SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
 ALTER EXTENSION bloomamq UPDATE TO '0.2.0';
 SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
+ALTER EXTENSION bloomamq UPDATE TO '0.3.0';
+SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
 ALTER EXTENSION bloomamq UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
 

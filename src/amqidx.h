@@ -43,7 +43,8 @@
  *
  * The callbacks are split by group: amqidx.c (handler, options, cost),
  * amqidx_build.c, amqidx_insert.c, amqidx_scan.c, amqidx_vacuum.c,
- * amqidx_validate.c; the page and blob layer is amqidx_utils.c.
+ * amqidx_validate.c; the page and blob layer is amqidx_utils.c, and
+ * amq_index_check(), which verifies all of the above, amqidx_check.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -299,6 +300,7 @@ extern BlockNumber AmqIdxNewBuffer(Relation index, ForkNumber fork,
 extern void AmqIdxHasherInit(AmqIdxHasher *h, Relation index, int attno,
 							 Oid keytype);
 extern uint64 AmqIdxHash(AmqIdxHasher *h, Datum value);
+extern void AmqIdxSetKeyInfo(AmqFilter *f, const AmqIdxHasher *h);
 extern struct varlena *AmqIdxBuildSealed(uint64 *hashes, Size n, double fpr,
 										 const AmqIdxHasher *h);
 extern struct varlena *AmqIdxNewSegment(uint32 capacity, double fpr,
@@ -336,6 +338,9 @@ extern IndexBulkDeleteResult *amqidxvacuumcleanup(IndexVacuumInfo *info,
 
 /* amqidx_validate.c */
 extern bool amqidxvalidate(Oid opclassoid);
+
+/* amqidx_check.c: amq_index_check(), the verification of an index */
+extern Datum amq_index_check(PG_FUNCTION_ARGS);
 
 /* amq_probe.c: the canonical hash, recognised as support function 1 */
 extern Datum amq_hash(PG_FUNCTION_ARGS);

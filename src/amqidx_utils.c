@@ -634,8 +634,9 @@ AmqIdxHash(AmqIdxHasher *h, Datum value)
 	return (uint64) DatumGetInt64(FunctionCall1Coll(&h->proc, h->collation, value));
 }
 
-static void
-set_keyinfo(AmqFilter *f, const AmqIdxHasher *h)
+/* The key fields every filter of a column carries: its hasher's. */
+void
+AmqIdxSetKeyInfo(AmqFilter *f, const AmqIdxHasher *h)
 {
 	if (h->internal)
 	{
@@ -667,7 +668,7 @@ AmqIdxBuildSealed(uint64 *hashes, Size n, double fpr, const AmqIdxHasher *h)
 	n = amq_sort_unique(hashes, n, scratch);
 	pfree(scratch);
 	memset(&keyinfo, 0, sizeof(keyinfo));
-	set_keyinfo(&keyinfo, h);
+	AmqIdxSetKeyInfo(&keyinfo, h);
 	ops = AmqResolveKind("auto", true, fpr, &parquet);
 	return (struct varlena *) DatumGetPointer(AmqBuildFromHashes(ops->id, fpr, &keyinfo,
 																 hashes, n, 0));
@@ -681,7 +682,7 @@ AmqIdxNewSegment(uint32 capacity, double fpr, const AmqIdxHasher *h)
 	struct varlena *v;
 
 	AmqPlanOrError(&f, AMQ_KIND_BLOCKED, capacity, fpr);
-	set_keyinfo(&f, h);
+	AmqIdxSetKeyInfo(&f, h);
 	v = AmqFilterAlloc(&f);
 	AmqFilterFinish(v, &f);
 	return v;

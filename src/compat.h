@@ -89,4 +89,16 @@
 #define AMQ_PLANNER_ES_ARG
 #endif
 
+/*
+ * Whether a role owns a relation: object_ownercheck() replaced the
+ * per-catalog pg_class_ownercheck() in 16.
+ */
+#if PG_VERSION_NUM >= 160000
+#define AMQ_RELATION_OWNERCHECK(relid, roleid) \
+	object_ownercheck(RelationRelationId, (relid), (roleid))
+#else
+#define AMQ_RELATION_OWNERCHECK(relid, roleid) \
+	pg_class_ownercheck((relid), (roleid))
+#endif
+
 #endif							/* AMQ_COMPAT_H */
