@@ -158,6 +158,21 @@ SELECT pg_typeof(amq_index_check('chk_i4_amq')) AS result_type;
 SELECT amq_index_check(NULL) IS NULL AS null_index;
 SELECT amq_index_check('chk_i4_amq', NULL) IS NULL AS null_heapallindexed;
 
+-- ALTER INDEX ... SET (pages_per_range) takes effect at REINDEX: inserts
+-- meanwhile cut the heap into the ranges the index was built with, so that
+-- lookups through it find them
+CREATE TABLE chk_ppr AS SELECT g::int8 AS k, repeat('p', 40) AS pad FROM generate_series(1, 20000) g;
+CREATE INDEX chk_ppr_amq ON chk_ppr USING amq (k) WITH (pages_per_range = 8);
+ALTER INDEX chk_ppr_amq SET (pages_per_range = 1);
+INSERT INTO chk_ppr SELECT g, 'new' FROM generate_series(100001, 102000) g;
+SELECT amq_index_check('chk_ppr_amq', true) IS NOT NULL AS ppr_checked;
+SET enable_seqscan = off;
+SELECT count(*) AS found_through_index FROM chk_ppr WHERE k = ANY (ARRAY[101999, 100001, 5]);
+RESET enable_seqscan;
+REINDEX INDEX chk_ppr_amq;
+SELECT amq_index_check('chk_ppr_amq', true) IS NOT NULL AS ppr_checked_after_reindex;
+DROP TABLE chk_ppr;
+
 -- Only an amq index can be checked
 CREATE INDEX chk_btree ON chk (i4);
 SELECT amq_index_check('chk_btree');

@@ -165,7 +165,9 @@ typedef struct AmqIdxRangeDisk
 } AmqIdxRangeDisk;
 
 #define AMQIDX_RANGE_SEALED		0x1	/* sealed filters were built */
-#define AMQIDX_RANGE_FLAGS		0x1
+#define AMQIDX_RANGE_RESEALING	0x2	/* a VACUUM is rebuilding its sealed
+										 * filters: inserts add every key */
+#define AMQIDX_RANGE_FLAGS		0x3
 
 typedef struct AmqIdxColumnDisk
 {
@@ -258,6 +260,7 @@ extern void AmqIdxInitPage(Page page, uint16 type);
 extern void AmqIdxInitMetaPage(Page page, int pages_per_range, double fpr,
 							   int natts);
 extern AmqIdxMetaPage AmqIdxCheckMetaPage(Relation index, Page page);
+extern int	AmqIdxMetaPagesPerRange(Relation index);
 extern void AmqIdxCheckPage(Relation index, Page page, BlockNumber blk,
 							uint16 type);
 extern void AmqIdxInitDirPage(Page page);

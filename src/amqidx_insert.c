@@ -48,7 +48,7 @@ insert_cache(Relation index, IndexInfo *indexInfo)
 		int			natts = IndexRelationGetNumberOfKeyAttributes(index);
 
 		c = palloc0(sizeof(AmqIdxInsertCache));
-		c->ppr = AmqIdxPagesPerRange(index);
+		c->ppr = AmqIdxMetaPagesPerRange(index);
 		c->tmpcxt = AllocSetContextCreate(indexInfo->ii_Context, "amq index insert",
 										  ALLOCSET_SMALL_SIZES);
 		for (int i = 0; i < natts; i++)
@@ -142,8 +142,26 @@ needs_key(AmqIdxReader *r, const AmqIdxRange *rg, int att, uint64 hash,
 		  bool *room)
 {
 	AmqIdxFilter f;
+	bool		resealing = (rg->flags & AMQIDX_RANGE_RESEALING) != 0;
 
 	*room = false;
+	if (resealing)
+	{
+		/*
+		 * Only segments from the reseal's marker on survive it (see
+		 * amqidx_vacuum.c); the newest is one of them.
+		 */
+		if (rg->nsegs[att] > 0)
+		{
+			int			s = rg->nsegs[att] - 1;
+
+			AmqIdxReadFilter(r, rg->segs[att][s].addr, &f);
+			if (AmqIdxFilterContains(r, &f, hash))
+				return false;
+			*room = f.f.nkeys < rg->segs[att][s].capacity;
+		}
+		return true;
+	}
 	if (rg->sealed[att].addr.blk != InvalidBlockNumber)
 	{
 		AmqIdxSealedFilter(r, rg, att, &f);

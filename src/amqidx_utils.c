@@ -117,9 +117,28 @@ AmqIdxCheckMetaPage(Relation index, Page page)
 				 errhint("REINDEX it.")));
 	if (meta->ndirpages > AMQIDX_MAX_DIRPAGES ||
 		meta->nranges > meta->ndirpages * AMQIDX_DIR_PER_PAGE ||
-		meta->natts != IndexRelationGetNumberOfKeyAttributes(index))
+		meta->natts != IndexRelationGetNumberOfKeyAttributes(index) ||
+		meta->pages_per_range < 1 ||
+		meta->pages_per_range > AMQIDX_MAX_PAGES_PER_RANGE)
 		AmqIdxCorrupted(index, AMQIDX_METAPAGE_BLKNO, "inconsistent metapage");
 	return meta;
+}
+
+/*
+ * The range size the index was built with.  ALTER INDEX ... SET
+ * (pages_per_range) changes only the reloption, which takes effect at
+ * REINDEX: inserts and scans must both cut the heap as the build did.
+ */
+int
+AmqIdxMetaPagesPerRange(Relation index)
+{
+	Buffer		buf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
+	int			ppr;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	ppr = AmqIdxCheckMetaPage(index, BufferGetPage(buf))->pages_per_range;
+	UnlockReleaseBuffer(buf);
+	return ppr;
 }
 
 /* A new, exclusively locked page at the end of the fork. */

@@ -15,6 +15,12 @@
  * inserts from then on go there; inserts whose rows the heap scan may not
  * see come later than the marker.  The new record keeps the segments from
  * the marker on (those that took keys) beside the new sealed filters.
+ * Meanwhile the record is flagged AMQIDX_RANGE_RESEALING: an insert then
+ * adds its key even when a filter before the marker answers true for it
+ * (a deleted row's key, or a false positive), since the swap drops those
+ * filters and the heap scan may have passed the new row's page.  A reseal
+ * that fails midway leaves the flag: inserts add keys they could have
+ * skipped until the next reseal clears it.
  * Inserts hold the directory page's share lock while they set bits, and
  * the swap takes it exclusively, so no insert is half done at the swap.
  *
@@ -123,6 +129,7 @@ reseal_range(Relation heap, Relation index, IndexInfo *indexInfo, uint32 range,
 		marker[i] = rg.nsegs[i];
 		AmqIdxAppendSegment(&w, &rg, i, 64, fpr, &hashers[i]);
 	}
+	rg.flags |= AMQIDX_RANGE_RESEALING;
 	AmqIdxSwitchRecord(index, lk.metabuf, lk.dirbuf, &w, &rg, 0, 0);
 	unlock_range(&lk);
 
@@ -165,7 +172,7 @@ reseal_range(Relation heap, Relation index, IndexInfo *indexInfo, uint32 range,
 			sealed_ranges++;
 		}
 	}
-	rg.flags |= AMQIDX_RANGE_SEALED;
+	rg.flags = (rg.flags & ~AMQIDX_RANGE_RESEALING) | AMQIDX_RANGE_SEALED;
 	AmqIdxSwitchRecord(index, lk.metabuf, lk.dirbuf, &w, &rg, sealed_keys, sealed_ranges);
 	unlock_range(&lk);
 	return true;
