@@ -8,7 +8,7 @@ MODULE_big = bloomamq
 # fuzz harnesses and C benchmarks.
 CORE_OBJS = src/amq_format.o src/amq_kinds.o src/amq_sort.o \
 	$(patsubst %.c,%.o,$(sort $(wildcard src/kind_*.c)))
-OBJS = $(CORE_OBJS) src/bloomamq.o src/hashing.o src/amqfilter.o \
+OBJS = $(CORE_OBJS) src/bloomamq.o src/hashing.o src/amqfilter.o src/amq_bridge.o \
 	src/amq_funcs.o src/amq_agg.o src/amq_probe.o \
 	src/amq_selfuncs.o \
 	$(patsubst %.c,%.o,$(sort $(wildcard src/amqidx*.c)))

@@ -3,7 +3,8 @@
  * amqfilter.h
  *	  The amqfilter SQL type: a varlena holding one serialized filter
  *	  (header and payload, see amq.h), and the helpers the SQL functions
- *	  share.
+ *	  share.  The type's I/O is in amqfilter.c; the helpers, the SQL
+ *	  layer's bridge to the filter core, are in amq_bridge.c.
  *
  *-------------------------------------------------------------------------
  */
