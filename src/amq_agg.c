@@ -51,7 +51,7 @@ PG_FUNCTION_INFO_V1(amq_union_agg_trans);
 #define DEDUP_MIN		((Size) 1 << 24)
 #define MAX_HASHES		((Size) AMQ_STATE_MAX_HASHES)
 
-/* the modes are those of the serialized state (amq.h) */
+/* the modes are those of the serialized state (core.h) */
 typedef enum AggMode
 {
 	AGG_BUFFER = AMQ_STATE_BUFFER,
@@ -371,7 +371,7 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(a);
 }
 
-/* The serialized state's layout is in amq.h (amq_state_write_header). */
+/* The serialized state's layout is in core.h (amq_state_write_header). */
 Datum
 amq_agg_serialize(PG_FUNCTION_ARGS)
 {

@@ -6,7 +6,7 @@
  *	  ereports with an errcode, detail and hint, and planning and building
  *	  filters under PostgreSQL's allocator.
  *
- * The core (amq.h, kind_*.c) knows nothing of PostgreSQL: it returns a
+ * The core (core.h, kind_*.c) knows nothing of PostgreSQL: it returns a
  * status and takes a caller-supplied allocator.  Every SQL function, the
  * aggregates, the index and the join pre-filters make, read and check
  * filters through the helpers here, so each refusal is reported the same

@@ -31,10 +31,11 @@
  *	  a worker-local filter would drop rows that match another worker's
  *	  part.  A parallel-oblivious Hash (each worker builds the whole inner
  *	  side) is fine, in workers or the leader.
- *	- to keys the canonical hash (hashing.c) does not follow: the equality
- *	  operator must be in the default hash operator family of both key
- *	  types, both keys in one key family (int4 = int8 is, date = timestamp
- *	  is not), strict, and text keys under a deterministic collation.
+ *	- to keys the canonical hash (amq_hashing.c) does not follow: the
+ *	  equality operator must be in the default hash operator family of both
+ *	  key types, both keys in one key family (int4 = int8 is, date =
+ *	  timestamp is not), strict, and text keys under a deterministic
+ *	  collation.
  *	- when the planner expects fewer outer rows than
  *	  bloomamq.join_prefilter_min_rows.
  *
@@ -61,7 +62,7 @@
 #include "utils/typcache.h"
 
 #include "amq_join.h"
-#include "hashing.h"
+#include "amq_hashing.h"
 
 static int	amq_join_prefilter = AMQ_JOIN_PREFILTER_OFF;
 static int	amq_join_prefilter_min_rows = 10000;

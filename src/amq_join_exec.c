@@ -47,7 +47,7 @@
 #include "utils/ruleutils.h"
 
 #include "amq_join.h"
-#include "hashing.h"
+#include "amq_hashing.h"
 #include "kind_blocked.h"
 
 #define AMQ_JOIN_FPR			0.01

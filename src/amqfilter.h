@@ -2,7 +2,7 @@
  *
  * amqfilter.h
  *	  The amqfilter SQL type: a varlena holding one serialized filter
- *	  (header and payload, see amq.h), and the helpers the SQL functions
+ *	  (header and payload, see core.h), and the helpers the SQL functions
  *	  share.  The type's I/O is in amqfilter.c; the helpers, the SQL
  *	  layer's bridge to the filter core, are in amq_bridge.c.
  *
@@ -15,8 +15,8 @@
 
 #include "fmgr.h"
 
-#include "amq.h"
-#include "hashing.h"
+#include "core.h"
+#include "amq_hashing.h"
 
 /* bytes of a varlena holding a filter with this payload */
 /* the largest split block filter that Parquet readers take */

@@ -24,7 +24,7 @@
 #include "amqidx.h"
 #include "kind_blocked.h"
 
-/* offset of the key count in a filter header (amq.h) */
+/* offset of the key count in a filter header (core.h) */
 #define OFF_NKEYS	24
 
 /* segment sizes: the first of a sealed range's overflow, then doubling */

@@ -591,7 +591,7 @@ AmqIdxSetSealed(AmqIdxRange *rg, int att, AmqIdxAddr a,
 
 /*
  * Keys are hashed by the opclass's support function 1.  When that is
- * amq_hash, the canonical hash of hashing.c is computed inline, for the
+ * amq_hash, the canonical hash of amq_hashing.c is computed inline, for the
  * key's own type: an int4 column probed with an int8 value hashes it as
  * int8, which gives the same hash for the same number.
  */

@@ -18,7 +18,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 #include "kind_blocked.h"
 
 /* blocks are addressed by a 32-bit multiply-shift */

@@ -21,7 +21,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 
 #define BLOOM_LN2		0.69314718055994530942	/* M_LN2 is not C99 */
 

@@ -41,7 +41,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 
 #define COUNTING_MAX		15
 

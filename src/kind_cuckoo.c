@@ -70,7 +70,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 
 #define CUCKOO_SLOTS		4
 #define CUCKOO_MIN_BITS		4

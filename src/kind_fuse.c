@@ -55,7 +55,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 #include "kind_fingerprint.h"
 
 #define FUSE_MIN_SEGMENT	4

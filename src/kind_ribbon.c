@@ -65,7 +65,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 
 #if defined(__SSE2__) && !defined(AMQ_BIG_ENDIAN) && !defined(RIBBON_NO_SSE2)
 #include <emmintrin.h>

@@ -52,7 +52,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "amq.h"
+#include "core.h"
 #include "kind_blocked.h"
 
 #define SCALABLE_RATIO		0.85	/* tightening ratio r */

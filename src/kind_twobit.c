@@ -57,7 +57,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 
 #define TWOBIT_MAX_WORDS	(AMQ_MAX_PAYLOAD / 4)
 

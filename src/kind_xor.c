@@ -48,7 +48,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 #include "kind_fingerprint.h"
 
 #define XOR_MAX_ATTEMPTS	100

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * hashing.c
+ * amq_hashing.c
  *	  Canonical 64-bit key hashes.
  *
  * A filter stores hashes, not values, so the hash of a value must depend on
@@ -44,7 +44,7 @@
 #include "utils/typcache.h"
 #include "utils/uuid.h"
 
-#include "hashing.h"
+#include "amq_hashing.h"
 
 static inline uint64
 hash_bytes64(const void *p, size_t len)

@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * amq_kinds.c
+ * core_kinds.c
  *	  The registry of filter kinds: every kind is one ops table, found here
  *	  by its on-disk id or its SQL name.
  *
  *-------------------------------------------------------------------------
  */
-#include "amq.h"
+#include "core.h"
 
 static const AmqKindOps *const amq_kinds[] = {
 	&amq_bloom_ops,

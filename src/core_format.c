@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * amq_format.c
+ * core_format.c
  *	  Reading, validating and writing the serialized filter format, and its
  *	  text encoding.
  *
@@ -8,7 +8,7 @@
  * input, binary receive, the bytea cast, aggregate deserialization): it
  * checks every header field, the kind's parameters against the payload
  * length, and the XXH3 checksum, so a corrupted filter is rejected rather
- * than answering with false negatives.  The format is documented in amq.h.
+ * than answering with false negatives.  The format is documented in core.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,7 +19,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "amq.h"
+#include "core.h"
 
 /* header field offsets */
 #define OFF_MAGIC		0
@@ -432,7 +432,7 @@ amq_bitarray_merge(AmqFilter *dst, const AmqFilter *src, AmqMergeOp op)
 }
 
 /*
- * The serialized state of the amq_agg aggregates (see amq.h for the
+ * The serialized state of the amq_agg aggregates (see core.h for the
  * layout).  Partial states cross process boundaries and may come from
  * other systems (Citus ships them between nodes), so they are validated
  * as strictly as filters: amq_state_parse() is what the aggregate's

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * hashing.h
- *	  Canonical 64-bit hashes of SQL values (see hashing.c).
+ * amq_hashing.h
+ *	  Canonical 64-bit hashes of SQL values (see amq_hashing.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -16,7 +16,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "amq.h"
+#include "core.h"
 
 struct AmqKeyHasher;
 typedef uint64 (*AmqHashFn) (Datum value, struct AmqKeyHasher *h);
@@ -89,7 +89,7 @@ AmqHashDatum(AmqKeyHasher *h, Datum value)
  * alts[AMQ_MAX_ALT_HASHES]; returns how many.  A probe that misses the key's
  * own hash tries these.  Only Parquet's float hashing has any: it hashes a
  * float's bits, and SQL's one zero and one NaN have several (see
- * hashing.c).  Every other hasher returns 0 without a call.
+ * amq_hashing.c).  Every other hasher returns 0 without a call.
  */
 static inline int
 AmqAltHashes(const AmqKeyHasher *h, Datum value, uint64 *alts)

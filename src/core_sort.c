@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * amq_sort.c
+ * core_sort.c
  *	  Sort 64-bit hashes ascending and drop duplicates.
  *
  * The aggregate sorts every key hash of a group before building a filter,
@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "amq.h"
+#include "core.h"
 
 #if defined(__SSE2__) && defined(__x86_64__)
 #include <emmintrin.h>
