@@ -507,33 +507,6 @@ build_free(void *ctx, void *ptr)
 }
 
 /*
- * Make f a Parquet split block filter: the blocked geometry planned for it,
- * with the number of blocks rounded up to a power of two, and Parquet's
- * hashing.  The Parquet format allows any number of blocks, but Arrow's
- * reader (and those sharing its code) takes only powers of two from 32
- * bytes to 128 MB, as every writer makes them.
- */
-void
-AmqPlanParquet(AmqFilter *f)
-{
-	uint64		nblocks = 1;
-
-	Assert(f->kind == AMQ_KIND_BLOCKED);
-	while (nblocks < f->param[0])
-		nblocks <<= 1;
-	if (nblocks * 32 > AMQ_PARQUET_MAX_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("Parquet amqfilter of " UINT64_FORMAT " bytes is too large",
-						nblocks * 32),
-				 errdetail("Parquet readers take split block filters of at most 128 MB."),
-				 errhint("Use a larger false-positive rate or fewer keys per filter, for example one per row group.")));
-	f->param[0] = nblocks;
-	f->payload_len = nblocks * 32;
-	f->hash_scheme = AMQ_HASH_PARQUET;
-}
-
-/*
  * Build a filter sized exactly for n distinct hashes (or for min_capacity
  * keys, if more), sorted ascending
  * (sorted order lets a dynamic kind touch its payload in order).  keyinfo

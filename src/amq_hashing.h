@@ -59,8 +59,6 @@ extern void AmqHasherInit(AmqKeyHasher *h, Oid typid, Oid collation,
 extern AmqKeyHasher *AmqHasherFor(AmqHashers *hs, const AmqFilter *f);
 extern const char *AmqFamilyName(int family, uint32 key_type);
 extern void AmqCheckFamily(const AmqFilter *f, const AmqKeyHasher *h);
-extern void AmqHasherSetParquet(AmqKeyHasher *h, uint32 width);
-extern void AmqCheckParquetType(Oid typid);
 
 /* The integer family's canonical hash, inline for the probe hot path. */
 static inline uint64

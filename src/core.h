@@ -305,12 +305,12 @@ extern AmqStatus amq_state_parse(const uint8_t *buf, size_t len,
 								 AmqStateHeader *out, AmqFilter *filter,
 								 const char **why);
 
-/* core_format.c: Parquet split block bitsets as blocked filters */
+/* core_parquet.c: Parquet split block bitsets as blocked filters */
 extern bool amq_parquet_bitset_ok(uint64_t len);
 extern void amq_parquet_describe(AmqFilter *f);
 
 /*
- * core_format.c: what amq_from_parquet takes, a bare bitset or a whole
+ * core_parquet.c: what amq_from_parquet takes, a bare bitset or a whole
  * Parquet bloom filter (its Thrift BloomFilterHeader, then the bitset).
  */
 typedef struct AmqParquetHeader
