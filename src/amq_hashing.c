@@ -27,6 +27,9 @@
  * Parquet does instead: XXH64, seed 0, of the value's PLAIN encoding for the
  * column's physical type (amq_parquet.c).
  *
+ * Each type's choices (its family, canonical hash, Parquet hash and column
+ * width, collation rule) are one row of one table, AmqKeyTypes.
+ *
  *-------------------------------------------------------------------------
  */
 #include "compat.h"
@@ -185,6 +188,80 @@ check_collation(Oid collation)
 }
 
 /*
+ * The key types hashed by family, one row each: the key family, the
+ * canonical hash, Parquet's hash (amq_parquet.c) and the width of its
+ * column, and whether keys need a deterministic collation.  The one list of
+ * them: AmqHasherInit, the Parquet hashers and their type check, and the
+ * planner's question whether a type can be hashed all read it.  Parquet's
+ * error hint lists the Parquet types in this order.
+ */
+const AmqKeyType AmqKeyTypes[] = {
+	{INT2OID, "int2", AMQ_FAMILY_INT, amq_hash_int2,
+	AmqParquetHashInt, NULL, 4, false},
+	{INT4OID, "int4", AMQ_FAMILY_INT, amq_hash_int4,
+	AmqParquetHashInt, NULL, 4, false},
+	{INT8OID, "int8", AMQ_FAMILY_INT, amq_hash_int8,
+	AmqParquetHashInt, NULL, 8, false},
+	{FLOAT4OID, "float4", AMQ_FAMILY_FLOAT, amq_hash_float4,
+	AmqParquetHashFloat, AmqParquetFloatAlternates, 4, false},
+	{FLOAT8OID, "float8", AMQ_FAMILY_FLOAT, amq_hash_float8,
+	AmqParquetHashFloat, AmqParquetFloatAlternates, 8, false},
+	{NUMERICOID, "numeric", AMQ_FAMILY_NUMERIC, amq_hash_numeric,
+	NULL, NULL, 0, false},
+	{TEXTOID, "text", AMQ_FAMILY_TEXT, amq_hash_varlena,
+	AmqParquetHashVarlena, NULL, 0, true},
+	{VARCHAROID, "varchar", AMQ_FAMILY_TEXT, amq_hash_varlena,
+	AmqParquetHashVarlena, NULL, 0, true},
+	{BPCHAROID, "bpchar", AMQ_FAMILY_TEXT, amq_hash_bpchar,
+	AmqParquetHashVarlena, NULL, 0, true},
+	{NAMEOID, "name", AMQ_FAMILY_TEXT, amq_hash_name,
+	AmqParquetHashName, NULL, 0, true},
+	{BYTEAOID, "bytea", AMQ_FAMILY_BYTEA, amq_hash_varlena,
+	AmqParquetHashVarlena, NULL, 0, false},
+	{UUIDOID, "uuid", AMQ_FAMILY_UUID, amq_hash_uuid,
+	AmqParquetHashUuid, NULL, 0, false},
+	{DATEOID, "date", AMQ_FAMILY_DATE, amq_hash_date,
+	AmqParquetHashDate, NULL, 0, false},
+	{TIMESTAMPOID, "timestamp", AMQ_FAMILY_TIMESTAMP, amq_hash_timestamp,
+	AmqParquetHashTimestamp, NULL, 0, false},
+	{TIMESTAMPTZOID, "timestamptz", AMQ_FAMILY_TIMESTAMPTZ, amq_hash_timestamp,
+	AmqParquetHashTimestamp, NULL, 0, false},
+	{BOOLOID, "bool", AMQ_FAMILY_BOOL, amq_hash_bool,
+	NULL, NULL, 0, false},
+};
+
+const int	AmqNumKeyTypes = lengthof(AmqKeyTypes);
+
+/* The row of basetype in the table of key types; NULL: hashed as "other". */
+const AmqKeyType *
+AmqKeyTypeOf(Oid basetype)
+{
+	for (int i = 0; i < lengthof(AmqKeyTypes); i++)
+		if (AmqKeyTypes[i].type == basetype)
+			return &AmqKeyTypes[i];
+	return NULL;
+}
+
+/*
+ * Can the values of typid be hashed under collation without an error?
+ * (What AmqHasherInit would refuse: a nondeterministic collation on text,
+ * a type without an extended hash function.)
+ */
+bool
+AmqTypeHashable(Oid typid, Oid collation)
+{
+	Oid			base = getBaseType(typid);
+	const AmqKeyType *t = AmqKeyTypeOf(base);
+	TypeCacheEntry *tce;
+
+	if (t != NULL)
+		return !t->deterministic || !OidIsValid(collation) ||
+			get_collation_isdeterministic(collation);
+	tce = lookup_type_cache(base, TYPECACHE_HASH_EXTENDED_PROC);
+	return OidIsValid(tce->hash_extended_proc);
+}
+
+/*
  * Set up h to hash values of typid.  mcxt holds the extended hash function's
  * FmgrInfo for "other" types.
  */
@@ -192,6 +269,7 @@ void
 AmqHasherInit(AmqKeyHasher *h, Oid typid, Oid collation, MemoryContext mcxt)
 {
 	Oid			base;
+	const AmqKeyType *t;
 
 	if (!OidIsValid(typid))
 		elog(ERROR, "could not determine the key type of an amqfilter argument");
@@ -205,90 +283,30 @@ AmqHasherInit(AmqKeyHasher *h, Oid typid, Oid collation, MemoryContext mcxt)
 	if (base == INT8OID || base == INT4OID)
 		h->fast_type = base;
 
-	switch (base)
+	t = AmqKeyTypeOf(base);
+	if (t != NULL)
 	{
-		case INT2OID:
-			h->family = AMQ_FAMILY_INT;
-			h->hash = amq_hash_int2;
-			break;
-		case INT4OID:
-			h->family = AMQ_FAMILY_INT;
-			h->hash = amq_hash_int4;
-			break;
-		case INT8OID:
-			h->family = AMQ_FAMILY_INT;
-			h->hash = amq_hash_int8;
-			break;
-		case FLOAT4OID:
-			h->family = AMQ_FAMILY_FLOAT;
-			h->hash = amq_hash_float4;
-			break;
-		case FLOAT8OID:
-			h->family = AMQ_FAMILY_FLOAT;
-			h->hash = amq_hash_float8;
-			break;
-		case NUMERICOID:
-			h->family = AMQ_FAMILY_NUMERIC;
-			h->hash = amq_hash_numeric;
-			break;
-		case TEXTOID:
-		case VARCHAROID:
+		if (t->deterministic)
 			check_collation(collation);
-			h->family = AMQ_FAMILY_TEXT;
-			h->hash = amq_hash_varlena;
-			break;
-		case BPCHAROID:
-			check_collation(collation);
-			h->family = AMQ_FAMILY_TEXT;
-			h->hash = amq_hash_bpchar;
-			break;
-		case NAMEOID:
-			check_collation(collation);
-			h->family = AMQ_FAMILY_TEXT;
-			h->hash = amq_hash_name;
-			break;
-		case BYTEAOID:
-			h->family = AMQ_FAMILY_BYTEA;
-			h->hash = amq_hash_varlena;
-			break;
-		case UUIDOID:
-			h->family = AMQ_FAMILY_UUID;
-			h->hash = amq_hash_uuid;
-			break;
-		case DATEOID:
-			h->family = AMQ_FAMILY_DATE;
-			h->hash = amq_hash_date;
-			break;
-		case TIMESTAMPOID:
-			h->family = AMQ_FAMILY_TIMESTAMP;
-			h->hash = amq_hash_timestamp;
-			break;
-		case TIMESTAMPTZOID:
-			h->family = AMQ_FAMILY_TIMESTAMPTZ;
-			h->hash = amq_hash_timestamp;
-			break;
-		case BOOLOID:
-			h->family = AMQ_FAMILY_BOOL;
-			h->hash = amq_hash_bool;
-			break;
-		default:
-			{
-				TypeCacheEntry *tce;
+		h->family = t->family;
+		h->hash = t->hash;
+	}
+	else
+	{
+		TypeCacheEntry *tce;
 
-				tce = lookup_type_cache(base, TYPECACHE_HASH_EXTENDED_PROC);
-				if (!OidIsValid(tce->hash_extended_proc))
-					ereport(ERROR,
-							(errcode(ERRCODE_UNDEFINED_FUNCTION),
-							 errmsg("type %s cannot be a key of an amqfilter",
-									format_type_be(typid)),
-							 errdetail("A key type needs a default hash operator class with an extended hash function.")));
-				fmgr_info_cxt(tce->hash_extended_proc, &h->ext_hash, mcxt);
-				h->family = AMQ_FAMILY_OTHER;
-				h->scheme = AMQ_HASH_TYPE;
-				h->key_type = base;
-				h->hash = amq_hash_other;
-			}
-			break;
+		tce = lookup_type_cache(base, TYPECACHE_HASH_EXTENDED_PROC);
+		if (!OidIsValid(tce->hash_extended_proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("type %s cannot be a key of an amqfilter",
+							format_type_be(typid)),
+					 errdetail("A key type needs a default hash operator class with an extended hash function.")));
+		fmgr_info_cxt(tce->hash_extended_proc, &h->ext_hash, mcxt);
+		h->family = AMQ_FAMILY_OTHER;
+		h->scheme = AMQ_HASH_TYPE;
+		h->key_type = base;
+		h->hash = amq_hash_other;
 	}
 }
 

@@ -54,6 +54,30 @@ typedef struct AmqHashers
 	uint32		parquet_width;
 } AmqHashers;
 
+/*
+ * How the values of one SQL type are hashed: a row of the one table of key
+ * types (amq_hashing.c).  A type not in it is hashed by its extended hash
+ * function (family "other") and has no Parquet physical type.
+ */
+typedef struct AmqKeyType
+{
+	Oid			type;
+	const char *name;			/* as error hints name it */
+	uint8		family;			/* AmqKeyFamily */
+	AmqHashFn	hash;			/* the canonical hash */
+	AmqHashFn	pq_hash;		/* Parquet's; NULL: no Parquet physical type */
+	AmqAltHashFn pq_alternates; /* see AmqAltHashes */
+	uint32		pq_width;		/* the Parquet column's width (INT32 or INT64,
+								 * FLOAT or DOUBLE) of integers and floats;
+								 * else 0 */
+	bool		deterministic;	/* keys need a deterministic collation */
+} AmqKeyType;
+
+extern const AmqKeyType AmqKeyTypes[];
+extern const int AmqNumKeyTypes;
+
+extern const AmqKeyType *AmqKeyTypeOf(Oid basetype);
+extern bool AmqTypeHashable(Oid typid, Oid collation);
 extern void AmqHasherInit(AmqKeyHasher *h, Oid typid, Oid collation,
 						  MemoryContext mcxt);
 extern AmqKeyHasher *AmqHasherFor(AmqHashers *hs, const AmqFilter *f);

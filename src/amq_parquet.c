@@ -190,7 +190,8 @@ AmqParquetTypeName(const AmqFilter *f)
  * An integer or float column is INT32 or INT64 (FLOAT or DOUBLE) whatever
  * the type of the value probed, so the hasher takes the column's width: a
  * value that the column's type cannot hold is hashed in the wider form and
- * so is never found.
+ * so is never found.  Which hasher and width each type has is a column of
+ * the table of key types in amq_hashing.c.
  */
 static inline uint64
 pq_hash(const void *p, size_t len)
@@ -226,8 +227,8 @@ pq_int_datum(const AmqKeyHasher *h, Datum d)
 	}
 }
 
-static uint64
-pq_hash_int(Datum d, AmqKeyHasher *h)
+uint64
+AmqParquetHashInt(Datum d, AmqKeyHasher *h)
 {
 	return pq_hash_int_value(pq_int_datum(h, d), h->key_type);
 }
@@ -271,8 +272,8 @@ pq_float_encode(const AmqKeyHasher *h, Datum d, uint8 *buf)
 	return 8;
 }
 
-static uint64
-pq_hash_float(Datum d, AmqKeyHasher *h)
+uint64
+AmqParquetHashFloat(Datum d, AmqKeyHasher *h)
 {
 	uint8		buf[8];
 	int			len = pq_float_encode(h, d, buf);
@@ -295,8 +296,8 @@ pq_hash_float(Datum d, AmqKeyHasher *h)
  * Every other float has one encoding: no alternates, and this function
  * returns after one test.
  */
-static int
-pq_float_alternates(Datum d, const AmqKeyHasher *h, uint64 *alts)
+int
+AmqParquetFloatAlternates(Datum d, const AmqKeyHasher *h, uint64 *alts)
 {
 	static const uint32 quiet_nan4[2] = {0x7fc00000, 0xffc00000};
 	static const uint64 quiet_nan8[2] = {
@@ -331,8 +332,8 @@ pq_float_alternates(Datum d, const AmqKeyHasher *h, uint64 *alts)
 	return n;
 }
 
-static uint64
-pq_hash_varlena(Datum d, AmqKeyHasher *h)
+uint64
+AmqParquetHashVarlena(Datum d, AmqKeyHasher *h)
 {
 	struct varlena *v = PG_DETOAST_DATUM_PACKED(d);
 	Size		len = VARSIZE_ANY_EXHDR(v);
@@ -346,30 +347,30 @@ pq_hash_varlena(Datum d, AmqKeyHasher *h)
 	return r;
 }
 
-static uint64
-pq_hash_name(Datum d, AmqKeyHasher *h)
+uint64
+AmqParquetHashName(Datum d, AmqKeyHasher *h)
 {
 	const char *s = NameStr(*DatumGetName(d));
 
 	return pq_hash(s, strlen(s));
 }
 
-static uint64
-pq_hash_uuid(Datum d, AmqKeyHasher *h)
+uint64
+AmqParquetHashUuid(Datum d, AmqKeyHasher *h)
 {
 	return pq_hash(DatumGetUUIDP(d)->data, UUID_LEN);
 }
 
-static uint64
-pq_hash_date(Datum d, AmqKeyHasher *h)
+uint64
+AmqParquetHashDate(Datum d, AmqKeyHasher *h)
 {
 	/* days 1970-01-01 .. 2000-01-01; infinities fall outside INT32 */
 	return pq_hash_int_value((int64) DatumGetDateADT(d) +
 							 (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE), 4);
 }
 
-static uint64
-pq_hash_timestamp(Datum d, AmqKeyHasher *h)
+uint64
+AmqParquetHashTimestamp(Datum d, AmqKeyHasher *h)
 {
 	int64		ts = DatumGetInt64(d);
 	int64		unix_us;
@@ -386,53 +387,23 @@ pq_hash_timestamp(Datum d, AmqKeyHasher *h)
 }
 
 /*
- * The key types Parquet filters take: how each is hashed, and the width of
- * its column (INT32 or INT64, FLOAT or DOUBLE) for integers and floats.
- * The one list of them: hashing, the type check and its error's hint all
- * read it.
- */
-typedef struct PqKeyType
-{
-	Oid			type;
-	const char *name;			/* as the hint names it */
-	AmqHashFn	hash;
-	AmqAltHashFn alternates;
-	uint32		width;			/* 0: not an integer or float */
-} PqKeyType;
-
-static const PqKeyType pq_key_types[] = {
-	{INT2OID, "int2", pq_hash_int, NULL, 4},
-	{INT4OID, "int4", pq_hash_int, NULL, 4},
-	{INT8OID, "int8", pq_hash_int, NULL, 8},
-	{FLOAT4OID, "float4", pq_hash_float, pq_float_alternates, 4},
-	{FLOAT8OID, "float8", pq_hash_float, pq_float_alternates, 8},
-	{TEXTOID, "text", pq_hash_varlena, NULL, 0},
-	{VARCHAROID, "varchar", pq_hash_varlena, NULL, 0},
-	{BPCHAROID, "bpchar", pq_hash_varlena, NULL, 0},
-	{NAMEOID, "name", pq_hash_name, NULL, 0},
-	{BYTEAOID, "bytea", pq_hash_varlena, NULL, 0},
-	{UUIDOID, "uuid", pq_hash_uuid, NULL, 0},
-	{DATEOID, "date", pq_hash_date, NULL, 0},
-	{TIMESTAMPOID, "timestamp", pq_hash_timestamp, NULL, 0},
-	{TIMESTAMPTZOID, "timestamptz", pq_hash_timestamp, NULL, 0},
-};
-
-/*
  * The Parquet key type of typid, whose base type (typid, or the type a
  * domain is over) is base, or an ERROR naming the types there are.
  */
-static const PqKeyType *
+static const AmqKeyType *
 pq_key_type(Oid typid, Oid base)
 {
+	const AmqKeyType *t = AmqKeyTypeOf(base);
 	StringInfoData names;
 
-	for (int i = 0; i < lengthof(pq_key_types); i++)
-		if (pq_key_types[i].type == base)
-			return &pq_key_types[i];
+	if (t != NULL && t->pq_hash != NULL)
+		return t;
 
 	initStringInfo(&names);
-	for (int i = 0; i < lengthof(pq_key_types); i++)
-		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "", pq_key_types[i].name);
+	for (int i = 0; i < AmqNumKeyTypes; i++)
+		if (AmqKeyTypes[i].pq_hash != NULL)
+			appendStringInfo(&names, "%s%s", names.len > 0 ? ", " : "",
+							 AmqKeyTypes[i].name);
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("type %s has no Parquet physical type for amqfilter",
@@ -459,13 +430,13 @@ AmqCheckParquetType(Oid typid)
 void
 AmqHasherSetParquet(AmqKeyHasher *h, uint32 width)
 {
-	const PqKeyType *t = pq_key_type(h->typid, h->basetype);
+	const AmqKeyType *t = pq_key_type(h->typid, h->basetype);
 
-	if (t->width == 0 && width != 0)
+	if (t->pq_width == 0 && width != 0)
 		elog(ERROR, "Parquet width %u given for a key type without one", width);
-	h->hash = t->hash;
-	h->alternates = t->alternates;
-	h->key_type = t->width ? (width ? width : t->width) : 0;
+	h->hash = t->pq_hash;
+	h->alternates = t->pq_alternates;
+	h->key_type = t->pq_width ? (width ? width : t->pq_width) : 0;
 	h->scheme = AMQ_HASH_PARQUET;
 	h->fast_type = InvalidOid;
 }

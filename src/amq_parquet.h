@@ -19,4 +19,15 @@ extern void AmqHasherSetParquet(AmqKeyHasher *h, uint32 width);
 extern void AmqCheckParquetType(Oid typid);
 extern const char *AmqParquetTypeName(const AmqFilter *f);
 
+/* Parquet's hashers, the key types' Parquet column (amq_hashing.c) */
+extern uint64 AmqParquetHashInt(Datum d, AmqKeyHasher *h);
+extern uint64 AmqParquetHashFloat(Datum d, AmqKeyHasher *h);
+extern int	AmqParquetFloatAlternates(Datum d, const AmqKeyHasher *h,
+									  uint64 *alts);
+extern uint64 AmqParquetHashVarlena(Datum d, AmqKeyHasher *h);
+extern uint64 AmqParquetHashName(Datum d, AmqKeyHasher *h);
+extern uint64 AmqParquetHashUuid(Datum d, AmqKeyHasher *h);
+extern uint64 AmqParquetHashDate(Datum d, AmqKeyHasher *h);
+extern uint64 AmqParquetHashTimestamp(Datum d, AmqKeyHasher *h);
+
 #endif							/* AMQ_PARQUET_H */
