@@ -134,6 +134,7 @@ AmqFilterGetArg(FunctionCallInfo fcinfo, int argno, AmqFilter *f, bool copy)
 	return v;
 }
 
+/* The ops of the kind named name, or an ERROR listing the kinds. */
 const AmqKindOps *
 AmqKindOpsByName(const char *name)
 {
@@ -186,6 +187,7 @@ AmqResolveKind(const char *name, bool keyset, double fpr, bool *parquet)
 	return AmqKindOpsByName(name);
 }
 
+/* The ops of f's kind; an unknown kind cannot pass amq_parse(). */
 const AmqKindOps *
 AmqKindOpsOf(const AmqFilter *f)
 {
@@ -209,6 +211,7 @@ AmqFilterKindName(const AmqFilter *f)
 	return AmqKindOpsOf(f)->name;
 }
 
+/* An ERROR unless fpr is a false-positive rate a filter can have. */
 void
 AmqCheckFpr(double fpr)
 {
@@ -500,6 +503,7 @@ build_alloc(void *ctx, size_t size)
 									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
 }
 
+/* Free scratch memory of a static build. */
 static void
 build_free(void *ctx, void *ptr)
 {

@@ -187,24 +187,28 @@ change_array(FunctionCallInfo fcinfo, bool add)
 	return AmqFilterFinish(v, &f);
 }
 
+/* amq_add(f, key): f with key added. */
 Datum
 amq_add(PG_FUNCTION_ARGS)
 {
 	return change_one(fcinfo, true);
 }
 
+/* amq_add(f, keys[]): f with every non-NULL key added. */
 Datum
 amq_add_array(PG_FUNCTION_ARGS)
 {
 	return change_array(fcinfo, true);
 }
 
+/* amq_remove(f, key): f with key removed. */
 Datum
 amq_remove(PG_FUNCTION_ARGS)
 {
 	return change_one(fcinfo, false);
 }
 
+/* amq_remove(f, keys[]): f with every non-NULL key removed. */
 Datum
 amq_remove_array(PG_FUNCTION_ARGS)
 {
@@ -224,18 +228,21 @@ merge_filters(FunctionCallInfo fcinfo, AmqMergeOp op)
 	return AmqFilterFinish(v, &f);
 }
 
+/* amq_union(f, g): the filter of the keys of either. */
 Datum
 amq_union(PG_FUNCTION_ARGS)
 {
 	return merge_filters(fcinfo, AMQ_MERGE_UNION);
 }
 
+/* amq_intersect(f, g): the filter of the keys of both (approximately). */
 Datum
 amq_intersect(PG_FUNCTION_ARGS)
 {
 	return merge_filters(fcinfo, AMQ_MERGE_INTERSECT);
 }
 
+/* The name amq_info gives a hash scheme. */
 static const char *
 scheme_name(int scheme)
 {
@@ -250,6 +257,7 @@ scheme_name(int scheme)
 	}
 }
 
+/* The name amq_info gives a key family. */
 static const char *
 family_key(int family)
 {
@@ -271,6 +279,7 @@ append_num(StringInfo s, const char *key, double v)
 		appendStringInfo(s, ", \"%s\": null", key);
 }
 
+/* amq_info(f): a filter's header and estimates as jsonb. */
 Datum
 amq_info(PG_FUNCTION_ARGS)
 {
@@ -306,6 +315,7 @@ amq_info(PG_FUNCTION_ARGS)
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(s.data));
 }
 
+/* amq_kind(f): the kind f was made as, by the name amq_new takes. */
 Datum
 amq_kind(PG_FUNCTION_ARGS)
 {
@@ -315,6 +325,7 @@ amq_kind(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(AmqFilterKindName(&f)));
 }
 
+/* amq_count(f): the number of keys added (exact or estimated). */
 Datum
 amq_count(PG_FUNCTION_ARGS)
 {
@@ -324,6 +335,7 @@ amq_count(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64((int64) f.nkeys);
 }
 
+/* amq_fpr(f): the false-positive rate estimated from f's contents. */
 Datum
 amq_fpr(PG_FUNCTION_ARGS)
 {
@@ -335,6 +347,7 @@ amq_fpr(PG_FUNCTION_ARGS)
 	PG_RETURN_FLOAT8(st.est_fpr);
 }
 
+/* amq_estimate_distinct(f): distinct keys estimated from f's contents. */
 Datum
 amq_estimate_distinct(PG_FUNCTION_ARGS)
 {

@@ -48,30 +48,35 @@
 #include "amq_hashing.h"
 #include "amq_parquet.h"
 
+/* The canonical hash of a canonical byte form: XXH3-64, seed 0. */
 static inline uint64
 hash_bytes64(const void *p, size_t len)
 {
 	return XXH3_64bits(p, len);
 }
 
+/* int2 keys: as an int64. */
 static uint64
 amq_hash_int2(Datum d, AmqKeyHasher *h)
 {
 	return AmqHashInt64(DatumGetInt16(d));
 }
 
+/* int4 keys: as an int64. */
 static uint64
 amq_hash_int4(Datum d, AmqKeyHasher *h)
 {
 	return AmqHashInt64(DatumGetInt32(d));
 }
 
+/* int8 keys: the integer family's hash. */
 static uint64
 amq_hash_int8(Datum d, AmqKeyHasher *h)
 {
 	return AmqHashInt64(DatumGetInt64(d));
 }
 
+/* The float family's hash: a float8's bits, -0 and every NaN folded. */
 static inline uint64
 hash_float(double v)
 {
@@ -88,18 +93,21 @@ hash_float(double v)
 	return AmqHashInt64((int64) bits);
 }
 
+/* float4 keys: widened to float8, which is exact. */
 static uint64
 amq_hash_float4(Datum d, AmqKeyHasher *h)
 {
 	return hash_float((double) DatumGetFloat4(d));
 }
 
+/* float8 keys: the float family's hash. */
 static uint64
 amq_hash_float8(Datum d, AmqKeyHasher *h)
 {
 	return hash_float(DatumGetFloat8(d));
 }
 
+/* numeric keys: the normalized decimal text. */
 static uint64
 amq_hash_numeric(Datum d, AmqKeyHasher *h)
 {
@@ -110,6 +118,7 @@ amq_hash_numeric(Datum d, AmqKeyHasher *h)
 	return r;
 }
 
+/* text, varchar and bytea keys: their bytes. */
 static uint64
 amq_hash_varlena(Datum d, AmqKeyHasher *h)
 {
@@ -121,6 +130,7 @@ amq_hash_varlena(Datum d, AmqKeyHasher *h)
 	return r;
 }
 
+/* bpchar keys: their bytes without trailing spaces, as its "=" has it. */
 static uint64
 amq_hash_bpchar(Datum d, AmqKeyHasher *h)
 {
@@ -134,6 +144,7 @@ amq_hash_bpchar(Datum d, AmqKeyHasher *h)
 	return r;
 }
 
+/* name keys: the bytes up to the terminating NUL. */
 static uint64
 amq_hash_name(Datum d, AmqKeyHasher *h)
 {
@@ -142,24 +153,28 @@ amq_hash_name(Datum d, AmqKeyHasher *h)
 	return hash_bytes64(s, strlen(s));
 }
 
+/* uuid keys: the 16 bytes. */
 static uint64
 amq_hash_uuid(Datum d, AmqKeyHasher *h)
 {
 	return hash_bytes64(DatumGetUUIDP(d)->data, UUID_LEN);
 }
 
+/* date keys: the day number as an int64. */
 static uint64
 amq_hash_date(Datum d, AmqKeyHasher *h)
 {
 	return AmqHashInt64(DatumGetDateADT(d));
 }
 
+/* timestamp and timestamptz keys: the microseconds as an int64. */
 static uint64
 amq_hash_timestamp(Datum d, AmqKeyHasher *h)
 {
 	return AmqHashInt64(DatumGetInt64(d));
 }
 
+/* bool keys: one byte, 0 or 1. */
 static uint64
 amq_hash_bool(Datum d, AmqKeyHasher *h)
 {
@@ -168,6 +183,7 @@ amq_hash_bool(Datum d, AmqKeyHasher *h)
 	return hash_bytes64(&b, 1);
 }
 
+/* Keys of any other type: its extended hash function, seed 0. */
 static uint64
 amq_hash_other(Datum d, AmqKeyHasher *h)
 {
@@ -175,6 +191,7 @@ amq_hash_other(Datum d, AmqKeyHasher *h)
 											Int64GetDatum(0)));
 }
 
+/* An ERROR for a nondeterministic collation: equal values, other bytes. */
 static void
 check_collation(Oid collation)
 {
@@ -331,6 +348,7 @@ AmqHasherFor(AmqHashers *hs, const AmqFilter *f)
 	return &hs->parquet;
 }
 
+/* A key family's name for messages (the type's name for family other). */
 const char *
 AmqFamilyName(int family, uint32 key_type)
 {

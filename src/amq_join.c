@@ -132,6 +132,7 @@ walk_children(Plan *plan, PlanSlotFn fn, void *arg)
 		fn((Plan **) &lfirst(lc), arg);
 }
 
+/* Walker: the largest plan_node_id in the plan, into *arg. */
 static void
 find_max_node_id(Plan **slot, void *arg)
 {
@@ -187,6 +188,7 @@ key_pair_supported(Oid opno, Oid coll, Oid ltype, Oid rtype)
 	return true;
 }
 
+/* Can hj's keys be pre-filtered: hashed canonically, alike on both sides? */
 static bool
 keys_supported(HashJoin *hj, Hash *hash)
 {
@@ -268,6 +270,7 @@ make_pass_through(const CustomScanMethods *methods, Plan *child, List *keys,
 	return cscan;
 }
 
+/* Put the collector over hj's inner child, the pre-filter over its outer. */
 static void
 add_prefilter(HashJoin *hj, PrefilterWalk *w)
 {
@@ -321,6 +324,7 @@ add_prefilters(Plan **slot, void *arg)
 		add_prefilter((HashJoin *) *slot, (PrefilterWalk *) arg);
 }
 
+/* planner_hook: plan as usual, then add pre-filters to the hash joins. */
 static PlannedStmt *
 amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 				 ParamListInfo boundParams AMQ_PLANNER_ES_PARAM)
@@ -357,6 +361,7 @@ amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 	return stmt;
 }
 
+/* Define bloomamq.join_prefilter and install the planner hook. */
 void
 AmqJoinInit(void)
 {

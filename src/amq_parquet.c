@@ -199,6 +199,7 @@ pq_hash(const void *p, size_t len)
 	return XXH64(p, len, 0);
 }
 
+/* Parquet's hash of an integer in a column of the given width (4 or 8). */
 static uint64
 pq_hash_int_value(int64 v, uint32 width)
 {
@@ -213,6 +214,7 @@ pq_hash_int_value(int64 v, uint32 width)
 	return pq_hash(buf, 8);
 }
 
+/* An integer key of h's type as an int64. */
 static int64
 pq_int_datum(const AmqKeyHasher *h, Datum d)
 {
@@ -227,12 +229,14 @@ pq_int_datum(const AmqKeyHasher *h, Datum d)
 	}
 }
 
+/* Parquet hasher of int2, int4 and int8 keys: INT32 or INT64. */
 uint64
 AmqParquetHashInt(Datum d, AmqKeyHasher *h)
 {
 	return pq_hash_int_value(pq_int_datum(h, d), h->key_type);
 }
 
+/* A float key of h's type as a float8. */
 static double
 pq_float_datum(const AmqKeyHasher *h, Datum d)
 {
@@ -272,6 +276,7 @@ pq_float_encode(const AmqKeyHasher *h, Datum d, uint8 *buf)
 	return 8;
 }
 
+/* Parquet hasher of float4 and float8 keys: FLOAT or DOUBLE. */
 uint64
 AmqParquetHashFloat(Datum d, AmqKeyHasher *h)
 {
@@ -332,6 +337,7 @@ AmqParquetFloatAlternates(Datum d, const AmqKeyHasher *h, uint64 *alts)
 	return n;
 }
 
+/* Parquet hasher of text, varchar, bpchar and bytea keys: BYTE_ARRAY. */
 uint64
 AmqParquetHashVarlena(Datum d, AmqKeyHasher *h)
 {
@@ -347,6 +353,7 @@ AmqParquetHashVarlena(Datum d, AmqKeyHasher *h)
 	return r;
 }
 
+/* Parquet hasher of name keys: BYTE_ARRAY. */
 uint64
 AmqParquetHashName(Datum d, AmqKeyHasher *h)
 {
@@ -355,12 +362,14 @@ AmqParquetHashName(Datum d, AmqKeyHasher *h)
 	return pq_hash(s, strlen(s));
 }
 
+/* Parquet hasher of uuid keys: FIXED_LEN_BYTE_ARRAY(16). */
 uint64
 AmqParquetHashUuid(Datum d, AmqKeyHasher *h)
 {
 	return pq_hash(DatumGetUUIDP(d)->data, UUID_LEN);
 }
 
+/* Parquet hasher of date keys: INT32 days since 1970-01-01. */
 uint64
 AmqParquetHashDate(Datum d, AmqKeyHasher *h)
 {
@@ -369,6 +378,7 @@ AmqParquetHashDate(Datum d, AmqKeyHasher *h)
 							 (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE), 4);
 }
 
+/* Parquet hasher of timestamp(tz) keys: INT64 microseconds since 1970. */
 uint64
 AmqParquetHashTimestamp(Datum d, AmqKeyHasher *h)
 {

@@ -48,6 +48,7 @@ amqfilter_in(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(v);
 }
 
+/* Text output: base64 of the serialized filter. */
 Datum
 amqfilter_out(PG_FUNCTION_ARGS)
 {
@@ -60,6 +61,7 @@ amqfilter_out(PG_FUNCTION_ARGS)
 	PG_RETURN_CSTRING(out);
 }
 
+/* Binary input: the bytes, validated like any other input. */
 Datum
 amqfilter_recv(PG_FUNCTION_ARGS)
 {
@@ -73,6 +75,7 @@ amqfilter_recv(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(v);
 }
 
+/* Binary output: the bytes of the serialized filter. */
 Datum
 amqfilter_send(PG_FUNCTION_ARGS)
 {

@@ -25,6 +25,7 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
+/* Module load: set up the index reloptions and the join pre-filters. */
 void
 _PG_init(void)
 {

@@ -35,6 +35,7 @@
 #define OFF_PAYLEN		64
 #define OFF_CHECKSUM	72
 
+/* AMQ_OK if fpr is a rate a filter can have: above 0, at most AMQ_FPR_MAX. */
 AmqStatus
 amq_check_fpr(double fpr)
 {
@@ -70,6 +71,7 @@ amq_plan(AmqFilter *f, int kind, uint64_t capacity, double fpr)
 	return AMQ_OK;
 }
 
+/* The header checksum: XXH3 of the header seeded with the payload's. */
 uint64_t
 amq_checksum(const uint8_t *header, const uint8_t *payload,
 			 uint64_t payload_len)
@@ -79,6 +81,7 @@ amq_checksum(const uint8_t *header, const uint8_t *payload,
 	return XXH3_64bits_withSeed(header, OFF_CHECKSUM, ph);
 }
 
+/* A little-endian float8. */
 static double
 load_double(const uint8_t *p)
 {
@@ -89,6 +92,7 @@ load_double(const uint8_t *p)
 	return d;
 }
 
+/* Store a float8 little-endian. */
 static void
 store_double(uint8_t *p, double d)
 {
@@ -98,6 +102,7 @@ store_double(uint8_t *p, double d)
 	amq_store64(p, bits);
 }
 
+/* Decode the header fields of buf into f, unchecked. */
 static void
 decode_header(const uint8_t *buf, size_t len, AmqFilter *f)
 {
@@ -248,6 +253,7 @@ amq_write_header(const AmqFilter *f, uint8_t *buf)
 				amq_checksum(buf, f->payload, f->payload_len));
 }
 
+/* A status code as a phrase for messages. */
 const char *
 amq_status_message(AmqStatus st)
 {
@@ -287,12 +293,14 @@ amq_status_message(AmqStatus st)
 static const char b64_alphabet[] =
 "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+/* The length of the padded base64 of len bytes. */
 size_t
 amq_base64_encoded_len(size_t len)
 {
 	return (len + 2) / 3 * 4;
 }
 
+/* Padded base64 of src into dst; returns its length. */
 size_t
 amq_base64_encode(const uint8_t *src, size_t len, char *dst)
 {
@@ -322,6 +330,7 @@ amq_base64_encode(const uint8_t *src, size_t len, char *dst)
 	return (size_t) (p - dst);
 }
 
+/* A base64 character's value, or -1. */
 static int
 b64_value(char c)
 {
@@ -389,6 +398,7 @@ amq_base64_decode(const char *src, size_t len, uint8_t *dst, size_t *dstlen)
 	return true;
 }
 
+/* Do a and b have the same kind, parameters, seed and payload length? */
 bool
 amq_same_geometry(const AmqFilter *a, const AmqFilter *b)
 {

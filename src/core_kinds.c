@@ -22,6 +22,7 @@ static const AmqKindOps *const amq_kinds[] = {
 
 #define AMQ_NKINDS (sizeof(amq_kinds) / sizeof(amq_kinds[0]))
 
+/* The ops of kind id, or NULL. */
 const AmqKindOps *
 amq_kind_ops(int id)
 {
@@ -31,6 +32,7 @@ amq_kind_ops(int id)
 	return NULL;
 }
 
+/* The ops of the kind named name, or NULL. */
 const AmqKindOps *
 amq_kind_by_name(const char *name)
 {

@@ -108,6 +108,7 @@ static bool
 tc_fail(TcReader *r, const char *fmt,...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Record the first failure, a sentence; returns false. */
 static bool
 tc_fail(TcReader *r, const char *fmt,...)
 {
@@ -123,12 +124,14 @@ tc_fail(TcReader *r, const char *fmt,...)
 	return false;
 }
 
+/* Fail: the bytes end inside the header. */
 static bool
 tc_truncated(TcReader *r)
 {
 	return tc_fail(r, "The bytes end inside the BloomFilterHeader.");
 }
 
+/* Read one byte. */
 static bool
 tc_byte(TcReader *r, uint8_t *b)
 {
@@ -138,6 +141,7 @@ tc_byte(TcReader *r, uint8_t *b)
 	return true;
 }
 
+/* Skip n bytes. */
 static bool
 tc_skip_bytes(TcReader *r, uint64_t n)
 {
