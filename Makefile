@@ -6,11 +6,12 @@ EXTVERSION = 0.4.0
 MODULE_big = bloomamq
 # Pure-C filter core (no PostgreSQL calls): also built into the unit tests,
 # fuzz harnesses and C benchmarks.
-CORE_OBJS = src/amq_format.o src/amq_kinds.o src/amq_sort.o \
+CORE_OBJS = src/core_format.o src/core_kinds.o src/core_parquet.o \
+	src/core_sort.o \
 	$(patsubst %.c,%.o,$(sort $(wildcard src/kind_*.c)))
-OBJS = $(CORE_OBJS) src/bloomamq.o src/hashing.o src/amqfilter.o \
-	src/amq_funcs.o src/amq_agg.o src/amq_probe.o \
-	src/amq_selfuncs.o \
+OBJS = $(CORE_OBJS) src/bloomamq.o src/amq_hashing.o src/amqfilter.o \
+	src/amq_bridge.o src/amq_funcs.o src/amq_parquet.o src/amq_agg.o \
+	src/amq_probe.o src/amq_selfuncs.o \
 	$(patsubst %.c,%.o,$(sort $(wildcard src/amqidx*.c)))
 OBJS += src/amq_join.o src/amq_join_exec.o
 
@@ -39,7 +40,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS tracks no header dependencies: a changed header (the ops table in
-# amq.h, say) must rebuild every object.
+# core.h, say) must rebuild every object.
 $(OBJS): $(wildcard $(srcdir)/src/*.h)
 
 # One hand-written install script, copied to the versioned name.

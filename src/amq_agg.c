@@ -51,7 +51,7 @@ PG_FUNCTION_INFO_V1(amq_union_agg_trans);
 #define DEDUP_MIN		((Size) 1 << 24)
 #define MAX_HASHES		((Size) AMQ_STATE_MAX_HASHES)
 
-/* the modes are those of the serialized state (amq.h) */
+/* the modes are those of the serialized state (core.h) */
 typedef enum AggMode
 {
 	AGG_BUFFER = AMQ_STATE_BUFFER,
@@ -80,6 +80,7 @@ typedef struct AmqAggState
 static pg_noinline Datum agg_trans_slow(FunctionCallInfo fcinfo,
 										AmqAggState *s, AmqKeyHasher *h);
 
+/* The aggregate's memory context, or an ERROR outside an aggregate. */
 static MemoryContext
 agg_context(FunctionCallInfo fcinfo, const char *fname)
 {
@@ -90,6 +91,7 @@ agg_context(FunctionCallInfo fcinfo, const char *fname)
 	return aggcontext;
 }
 
+/* Switch the state to holding filter v, and decode its header. */
 static void
 state_set_filter(AmqAggState *s, struct varlena *v)
 {
@@ -111,6 +113,7 @@ buffer_dedup(AmqAggState *s)
 	pfree(scratch);
 }
 
+/* Report an aggregate without a capacity that outgrew its hash buffer. */
 static void
 too_many_keys(void)
 {
@@ -164,6 +167,7 @@ buffer_reserve(AmqAggState *s, Size more, MemoryContext mcxt)
 	s->maxhashes = newmax;
 }
 
+/* A new, empty aggregate state in mcxt. */
 static AmqAggState *
 state_new(MemoryContext mcxt)
 {
@@ -303,6 +307,7 @@ amq_union_agg_trans(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(s);
 }
 
+/* Final function: the filter of the state (NULL when no row came). */
 Datum
 amq_agg_final(PG_FUNCTION_ARGS)
 {
@@ -330,6 +335,7 @@ amq_agg_final(PG_FUNCTION_ARGS)
 	return AmqFilterFinish(v, &f);
 }
 
+/* Combine function: merge two partial states of a parallel aggregate. */
 Datum
 amq_agg_combine(PG_FUNCTION_ARGS)
 {
@@ -371,7 +377,7 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(a);
 }
 
-/* The serialized state's layout is in amq.h (amq_state_write_header). */
+/* The serialized state's layout is in core.h (amq_state_write_header). */
 Datum
 amq_agg_serialize(PG_FUNCTION_ARGS)
 {
@@ -414,6 +420,7 @@ amq_agg_serialize(PG_FUNCTION_ARGS)
 	PG_RETURN_BYTEA_P(out);
 }
 
+/* Report a serialized state that failed validation. */
 static void
 bad_state(const char *why)
 {

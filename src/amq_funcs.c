@@ -26,8 +26,6 @@ PG_FUNCTION_INFO_V1(amq_add);
 PG_FUNCTION_INFO_V1(amq_add_array);
 PG_FUNCTION_INFO_V1(amq_remove);
 PG_FUNCTION_INFO_V1(amq_remove_array);
-PG_FUNCTION_INFO_V1(amq_to_parquet);
-PG_FUNCTION_INFO_V1(amq_from_parquet);
 PG_FUNCTION_INFO_V1(amq_union);
 PG_FUNCTION_INFO_V1(amq_intersect);
 PG_FUNCTION_INFO_V1(amq_info);
@@ -189,116 +187,32 @@ change_array(FunctionCallInfo fcinfo, bool add)
 	return AmqFilterFinish(v, &f);
 }
 
+/* amq_add(f, key): f with key added. */
 Datum
 amq_add(PG_FUNCTION_ARGS)
 {
 	return change_one(fcinfo, true);
 }
 
+/* amq_add(f, keys[]): f with every non-NULL key added. */
 Datum
 amq_add_array(PG_FUNCTION_ARGS)
 {
 	return change_array(fcinfo, true);
 }
 
+/* amq_remove(f, key): f with key removed. */
 Datum
 amq_remove(PG_FUNCTION_ARGS)
 {
 	return change_one(fcinfo, false);
 }
 
+/* amq_remove(f, keys[]): f with every non-NULL key removed. */
 Datum
 amq_remove_array(PG_FUNCTION_ARGS)
 {
 	return change_array(fcinfo, false);
-}
-
-/* amq_to_parquet(f): the bitset of a Parquet split block filter. */
-Datum
-amq_to_parquet(PG_FUNCTION_ARGS)
-{
-	AmqFilter	f;
-	bytea	   *result;
-
-	AmqFilterGetArg(fcinfo, 0, &f, false);
-	if (f.kind != AMQ_KIND_BLOCKED || f.hash_scheme != AMQ_HASH_PARQUET)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("amqfilter of kind %s is not a Parquet split block filter",
-						AmqKindOpsOf(&f)->name),
-				 errdetail("Parquet hashes values with XXH64 of their Parquet encoding, so a filter built with other hashes cannot be converted."),
-				 errhint("Build the filter with kind 'parquet', for example amq_agg(col, 0.01, 'parquet').")));
-	result = (bytea *) palloc(VARHDRSZ + f.payload_len);
-	SET_VARSIZE(result, VARHDRSZ + f.payload_len);
-	memcpy(VARDATA(result), f.payload, f.payload_len);
-	PG_RETURN_BYTEA_P(result);
-}
-
-/*
- * amq_from_parquet(bytes, column_type): a Parquet split block filter from
- * its bitset, or from the whole filter as a Parquet file stores it (its
- * BloomFilterHeader, then the bitset; see amq_parquet_input for how the two
- * are told apart).  column_type, the SQL type of the column it was written
- * for, fixes the Parquet physical type; NULL leaves it to each probe's key
- * type.
- */
-Datum
-amq_from_parquet(PG_FUNCTION_ARGS)
-{
-	bytea	   *bytes;
-	Size		len;
-	AmqParquetInput in;
-	AmqStatus	st;
-	AmqFilter	f;
-	struct varlena *v;
-
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	bytes = PG_GETARG_BYTEA_PP(0);
-	len = VARSIZE_ANY_EXHDR(bytes);
-
-	st = amq_parquet_input((const uint8 *) VARDATA_ANY(bytes), len, &in);
-	if (st == AMQ_ERR_UNSUPPORTED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("unsupported Parquet bloom filter"),
-				 errdetail("%s", in.detail),
-				 errhint("amq_from_parquet reads split block filters (BLOCK) hashed with XXH64 (XXHASH) and stored UNCOMPRESSED, the one kind the Parquet format defines.")));
-	if (st != AMQ_OK && !in.header_like)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("invalid Parquet split block filter bitset of %zu bytes", len),
-				 errdetail("%s", in.detail)));
-	if (st != AMQ_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("invalid Parquet bloom filter header"),
-				 errdetail("%s", in.detail),
-				 errhint("Pass the bitset alone, or the whole bloom filter as the Parquet file stores it: the BloomFilterHeader and the numBytes bytes of bitset that follow it.")));
-
-	memset(&f, 0, sizeof(f));
-	f.kind = AMQ_KIND_BLOCKED;
-	f.payload_len = in.bitset_len;
-	if (!PG_ARGISNULL(1))
-	{
-		Oid			typid = PG_GETARG_OID(1);
-		AmqKeyHasher h;
-
-		/*
-		 * Before the hasher, whose error for a type without a hash function
-		 * would not name the types a Parquet column can have.
-		 */
-		AmqCheckParquetType(typid);
-		AmqHasherInit(&h, typid, InvalidOid, CurrentMemoryContext);
-		AmqHasherSetParquet(&h, 0);
-		f.key_family = h.family;
-		f.key_type = h.key_type;
-	}
-	v = AmqFilterAlloc(&f);
-	memcpy(f.payload, in.bitset, in.bitset_len);
-	/* geometry from the length, rate and key count from the bits */
-	amq_parquet_describe(&f);
-	return AmqFilterFinish(v, &f);
 }
 
 /* f op g, returned as a new filter. */
@@ -314,18 +228,21 @@ merge_filters(FunctionCallInfo fcinfo, AmqMergeOp op)
 	return AmqFilterFinish(v, &f);
 }
 
+/* amq_union(f, g): the filter of the keys of either. */
 Datum
 amq_union(PG_FUNCTION_ARGS)
 {
 	return merge_filters(fcinfo, AMQ_MERGE_UNION);
 }
 
+/* amq_intersect(f, g): the filter of the keys of both (approximately). */
 Datum
 amq_intersect(PG_FUNCTION_ARGS)
 {
 	return merge_filters(fcinfo, AMQ_MERGE_INTERSECT);
 }
 
+/* The name amq_info gives a hash scheme. */
 static const char *
 scheme_name(int scheme)
 {
@@ -340,6 +257,7 @@ scheme_name(int scheme)
 	}
 }
 
+/* The name amq_info gives a key family. */
 static const char *
 family_key(int family)
 {
@@ -349,31 +267,6 @@ family_key(int family)
 	};
 
 	return (family >= 0 && family <= AMQ_FAMILY_MAX) ? names[family] : "unknown";
-}
-
-/* The Parquet physical type of a Parquet filter's keys. */
-static const char *
-parquet_type_name(const AmqFilter *f)
-{
-	switch (f->key_family)
-	{
-		case AMQ_FAMILY_INT:
-			return f->key_type == 4 ? "INT32" : "INT64";
-		case AMQ_FAMILY_FLOAT:
-			return f->key_type == 4 ? "FLOAT" : "DOUBLE";
-		case AMQ_FAMILY_TEXT:
-		case AMQ_FAMILY_BYTEA:
-			return "BYTE_ARRAY";
-		case AMQ_FAMILY_UUID:
-			return "FIXED_LEN_BYTE_ARRAY";
-		case AMQ_FAMILY_DATE:
-			return "INT32";
-		case AMQ_FAMILY_TIMESTAMP:
-		case AMQ_FAMILY_TIMESTAMPTZ:
-			return "INT64";
-		default:
-			return "as probed";
-	}
 }
 
 /* JSON number, with non-finite values as null */
@@ -386,6 +279,7 @@ append_num(StringInfo s, const char *key, double v)
 		appendStringInfo(s, ", \"%s\": null", key);
 }
 
+/* amq_info(f): a filter's header and estimates as jsonb. */
 Datum
 amq_info(PG_FUNCTION_ARGS)
 {
@@ -414,13 +308,14 @@ amq_info(PG_FUNCTION_ARGS)
 	if (f.key_family == AMQ_FAMILY_OTHER)
 		appendStringInfo(&s, ", \"key_type\": \"%s\"", format_type_be(f.key_type));
 	if (f.hash_scheme == AMQ_HASH_PARQUET)
-		appendStringInfo(&s, ", \"parquet_type\": \"%s\"", parquet_type_name(&f));
+		appendStringInfo(&s, ", \"parquet_type\": \"%s\"", AmqParquetTypeName(&f));
 	appendStringInfo(&s, ", \"hash_scheme\": \"%s\", \"portable\": %s, \"seed\": " UINT64_FORMAT "}",
 					 scheme_name(f.hash_scheme),
 					 f.hash_scheme != AMQ_HASH_TYPE ? "true" : "false", f.seed);
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(s.data));
 }
 
+/* amq_kind(f): the kind f was made as, by the name amq_new takes. */
 Datum
 amq_kind(PG_FUNCTION_ARGS)
 {
@@ -430,6 +325,7 @@ amq_kind(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(AmqFilterKindName(&f)));
 }
 
+/* amq_count(f): the number of keys added (exact or estimated). */
 Datum
 amq_count(PG_FUNCTION_ARGS)
 {
@@ -439,6 +335,7 @@ amq_count(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64((int64) f.nkeys);
 }
 
+/* amq_fpr(f): the false-positive rate estimated from f's contents. */
 Datum
 amq_fpr(PG_FUNCTION_ARGS)
 {
@@ -450,6 +347,7 @@ amq_fpr(PG_FUNCTION_ARGS)
 	PG_RETURN_FLOAT8(st.est_fpr);
 }
 
+/* amq_estimate_distinct(f): distinct keys estimated from f's contents. */
 Datum
 amq_estimate_distinct(PG_FUNCTION_ARGS)
 {

@@ -31,10 +31,11 @@
  *	  a worker-local filter would drop rows that match another worker's
  *	  part.  A parallel-oblivious Hash (each worker builds the whole inner
  *	  side) is fine, in workers or the leader.
- *	- to keys the canonical hash (hashing.c) does not follow: the equality
- *	  operator must be in the default hash operator family of both key
- *	  types, both keys in one key family (int4 = int8 is, date = timestamp
- *	  is not), strict, and text keys under a deterministic collation.
+ *	- to keys the canonical hash (amq_hashing.c) does not follow: the
+ *	  equality operator must be in the default hash operator family of both
+ *	  key types, both keys in one key family (int4 = int8 is, date =
+ *	  timestamp is not), strict, and text keys under a deterministic
+ *	  collation.
  *	- when the planner expects fewer outer rows than
  *	  bloomamq.join_prefilter_min_rows.
  *
@@ -61,7 +62,7 @@
 #include "utils/typcache.h"
 
 #include "amq_join.h"
-#include "hashing.h"
+#include "amq_hashing.h"
 
 static int	amq_join_prefilter = AMQ_JOIN_PREFILTER_OFF;
 static int	amq_join_prefilter_min_rows = 10000;
@@ -131,6 +132,7 @@ walk_children(Plan *plan, PlanSlotFn fn, void *arg)
 		fn((Plan **) &lfirst(lc), arg);
 }
 
+/* Walker: the largest plan_node_id in the plan, into *arg. */
 static void
 find_max_node_id(Plan **slot, void *arg)
 {
@@ -186,6 +188,7 @@ key_pair_supported(Oid opno, Oid coll, Oid ltype, Oid rtype)
 	return true;
 }
 
+/* Can hj's keys be pre-filtered: hashed canonically, alike on both sides? */
 static bool
 keys_supported(HashJoin *hj, Hash *hash)
 {
@@ -267,6 +270,7 @@ make_pass_through(const CustomScanMethods *methods, Plan *child, List *keys,
 	return cscan;
 }
 
+/* Put the collector over hj's inner child, the pre-filter over its outer. */
 static void
 add_prefilter(HashJoin *hj, PrefilterWalk *w)
 {
@@ -320,6 +324,7 @@ add_prefilters(Plan **slot, void *arg)
 		add_prefilter((HashJoin *) *slot, (PrefilterWalk *) arg);
 }
 
+/* planner_hook: plan as usual, then add pre-filters to the hash joins. */
 static PlannedStmt *
 amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 				 ParamListInfo boundParams AMQ_PLANNER_ES_PARAM)
@@ -356,6 +361,7 @@ amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 	return stmt;
 }
 
+/* Define bloomamq.join_prefilter and install the planner hook. */
 void
 AmqJoinInit(void)
 {

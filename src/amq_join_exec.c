@@ -47,7 +47,7 @@
 #include "utils/ruleutils.h"
 
 #include "amq_join.h"
-#include "hashing.h"
+#include "amq_hashing.h"
 #include "kind_blocked.h"
 
 #define AMQ_JOIN_FPR			0.01
@@ -114,6 +114,7 @@ typedef struct PrefilterState
 	bool		ever_disabled;
 } PrefilterState;
 
+/* Reset callback of the query's context: drop a filter from the registry. */
 static void
 registry_unlink(void *arg)
 {
@@ -130,6 +131,7 @@ registry_unlink(void *arg)
 	}
 }
 
+/* The shared filter of join id in this query, made on first use. */
 static AmqJoinFilter *
 registry_get(EState *estate, int id)
 {
@@ -170,6 +172,7 @@ filter_reset(AmqJoinFilter *f)
 	MemoryContextReset(f->cxt);
 }
 
+/* Buffer one inner key hash, or abandon the filter past the memory limit. */
 static void
 filter_collect(AmqJoinFilter *f, uint64 hash)
 {
@@ -199,6 +202,7 @@ filter_collect(AmqJoinFilter *f, uint64 hash)
 	f->hashes[f->nhashes++] = hash;
 }
 
+/* Build the filter from the buffered hashes once the inner side is read. */
 static void
 filter_build(AmqJoinFilter *f)
 {
@@ -237,6 +241,7 @@ filter_build(AmqJoinFilter *f)
 	MemoryContextSwitchTo(old);
 }
 
+/* Probe the join filter (blocked, unseeded) for one hash. */
 static inline bool
 filter_may_contain(const AmqFilter *f, uint64 hash)
 {
@@ -325,6 +330,7 @@ pass_through_begin(CustomScanState *node, EState *estate, int eflags)
 												 &node->ss.ps.resultopsfixed);
 }
 
+/* Rescan the child unless a changed parameter makes it rescan itself. */
 static void
 pass_through_rescan(CustomScanState *node)
 {
@@ -334,6 +340,7 @@ pass_through_rescan(CustomScanState *node)
 		ExecReScan(child);
 }
 
+/* The which'th integer of the custom scan's private list. */
 static int
 private_int(CustomScanState *node, int which)
 {
@@ -388,6 +395,7 @@ static const CustomExecMethods collect_exec_methods = {
 	.ExplainCustomScan = collect_explain,
 };
 
+/* CreateCustomScanState of the collector. */
 static Node *
 collect_create(CustomScan *cscan)
 {
@@ -398,6 +406,7 @@ collect_create(CustomScan *cscan)
 	return (Node *) cs;
 }
 
+/* BeginCustomScan of the collector: the shared filter, key hashing. */
 static void
 collect_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -408,6 +417,7 @@ collect_begin(CustomScanState *node, EState *estate, int eflags)
 	keys_init(&cs->keys, node, estate);
 }
 
+/* ExecCustomScan of the collector: each inner row, its keys hashed. */
 static TupleTableSlot *
 collect_exec(CustomScanState *node)
 {
@@ -429,12 +439,14 @@ collect_exec(CustomScanState *node)
 	return slot;
 }
 
+/* EndCustomScan of the collector. */
 static void
 collect_end(CustomScanState *node)
 {
 	ExecEndNode(outerPlanState(node));
 }
 
+/* ReScanCustomScan of the collector: the inner side is read again. */
 static void
 collect_rescan(CustomScanState *node)
 {
@@ -445,6 +457,7 @@ collect_rescan(CustomScanState *node)
 	pass_through_rescan(node);
 }
 
+/* ExplainCustomScan of the collector: its keys. */
 static void
 collect_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -475,6 +488,7 @@ static const CustomExecMethods prefilter_exec_methods = {
 	.ExplainCustomScan = prefilter_explain,
 };
 
+/* CreateCustomScanState of the pre-filter. */
 static Node *
 prefilter_create(CustomScan *cscan)
 {
@@ -485,6 +499,7 @@ prefilter_create(CustomScan *cscan)
 	return (Node *) ps;
 }
 
+/* BeginCustomScan of the pre-filter: the shared filter, key hashing. */
 static void
 prefilter_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -496,6 +511,7 @@ prefilter_begin(CustomScanState *node, EState *estate, int eflags)
 	keys_init(&ps->keys, node, estate);
 }
 
+/* ExecCustomScan of the pre-filter: pass up the outer rows that may match. */
 static TupleTableSlot *
 prefilter_exec(CustomScanState *node)
 {
@@ -532,12 +548,14 @@ prefilter_exec(CustomScanState *node)
 	}
 }
 
+/* EndCustomScan of the pre-filter. */
 static void
 prefilter_end(CustomScanState *node)
 {
 	ExecEndNode(outerPlanState(node));
 }
 
+/* ReScanCustomScan of the pre-filter. */
 static void
 prefilter_rescan(CustomScanState *node)
 {
@@ -555,6 +573,7 @@ prefilter_rescan(CustomScanState *node)
 	pass_through_rescan(node);
 }
 
+/* ExplainCustomScan of the pre-filter: its keys, its counts if ANALYZE. */
 static void
 prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -579,6 +598,7 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyBool("Prefilter Disabled", ps->ever_disabled, es);
 }
 
+/* Register the two custom scans' methods. */
 void
 AmqJoinExecInit(void)
 {

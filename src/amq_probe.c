@@ -65,6 +65,7 @@ typedef struct AmqProbeCache
 
 #define HEADER_CHECKSUM(p)	amq_load64((const uint8 *) (p) + 72)
 
+/* Is argument argno the same in every row (a Const or a Param)? */
 static bool
 arg_is_per_query(FmgrInfo *flinfo, int argno)
 {
@@ -117,6 +118,7 @@ probe_cache(FunctionCallInfo fcinfo, int filterarg, int keyarg, bool array)
 	return c;
 }
 
+/* Drop the cached filter. */
 static void
 cache_forget(AmqProbeCache *c)
 {
@@ -177,6 +179,7 @@ probe_span_of(Datum d, const AmqFilter *f, const AmqKindOps *ops, uint64 hash)
 	return result;
 }
 
+/* Probe a toasted filter reading only its header and the key's span. */
 static bool
 probe_by_slices(AmqProbeCache *c, Datum d, Datum key, bool *done)
 {
@@ -297,6 +300,7 @@ cache_filter(FunctionCallInfo fcinfo, AmqProbeCache *c, Datum d,
 	return true;
 }
 
+/* Probe the cached filter for one hash. */
 static inline bool
 probe_hash(const AmqProbeCache *c, uint64 hash)
 {
@@ -367,12 +371,14 @@ contains_one(FunctionCallInfo fcinfo, int filterarg, int keyarg)
 	return contains_one_slow(fcinfo, filterarg, keyarg);
 }
 
+/* amq_contains(f, key), the operator f @> key. */
 Datum
 amq_contains(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(contains_one(fcinfo, 0, 1));
 }
 
+/* amq_contained(key, f), the operator key <@ f. */
 Datum
 amq_contained(PG_FUNCTION_ARGS)
 {
@@ -421,12 +427,14 @@ contains_array(FunctionCallInfo fcinfo, bool want_all)
 	PG_RETURN_BOOL(want_all);
 }
 
+/* amq_contains_any(f, keys[]): does f report any of the keys? */
 Datum
 amq_contains_any(PG_FUNCTION_ARGS)
 {
 	return contains_array(fcinfo, false);
 }
 
+/* amq_contains_all(f, keys[]): does f report every key? */
 Datum
 amq_contains_all(PG_FUNCTION_ARGS)
 {

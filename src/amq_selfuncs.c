@@ -78,43 +78,6 @@ family_matches(const AmqFilter *f, const AmqKeyHasher *h)
 	return true;
 }
 
-/*
- * Can the values of typid be hashed under collation without an error?
- * (What AmqHasherInit would refuse: a nondeterministic collation on text,
- * a type without an extended hash function.)
- */
-static bool
-type_hashable(Oid typid, Oid collation)
-{
-	Oid			base = getBaseType(typid);
-	TypeCacheEntry *tce;
-
-	switch (base)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case FLOAT4OID:
-		case FLOAT8OID:
-		case NUMERICOID:
-		case BYTEAOID:
-		case UUIDOID:
-		case DATEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-		case BOOLOID:
-			return true;
-		case TEXTOID:
-		case VARCHAROID:
-		case BPCHAROID:
-		case NAMEOID:
-			return !OidIsValid(collation) || get_collation_isdeterministic(collation);
-		default:
-			tce = lookup_type_cache(base, TYPECACHE_HASH_EXTENDED_PROC);
-			return OidIsValid(tce->hash_extended_proc);
-	}
-}
-
 /* Does f (of kind ops) answer true for value, hashed by h? */
 static bool
 filter_passes(const AmqFilter *f, const AmqKindOps *ops, AmqKeyHasher *h,
@@ -180,7 +143,7 @@ constant_filter_sel(VariableStatData *vardata, Oid opfuncoid, Oid collation,
 		 * our (not leakproof) function and they hash as the filter's keys.
 		 */
 		if (statistic_proc_security_check(vardata, opfuncoid) &&
-			type_hashable(vardata->atttype, collation) &&
+			AmqTypeHashable(vardata->atttype, collation) &&
 			get_attstatsslot(&sslot, vardata->statsTuple,
 							 STATISTIC_KIND_MCV, InvalidOid,
 							 ATTSTATSSLOT_VALUES | ATTSTATSSLOT_NUMBERS))

@@ -2,8 +2,9 @@
  *
  * amqfilter.h
  *	  The amqfilter SQL type: a varlena holding one serialized filter
- *	  (header and payload, see amq.h), and the helpers the SQL functions
- *	  share.
+ *	  (header and payload, see core.h), and the helpers the SQL functions
+ *	  share.  The type's I/O is in amqfilter.c; the helpers, the SQL
+ *	  layer's bridge to the filter core, are in amq_bridge.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,13 +15,11 @@
 
 #include "fmgr.h"
 
-#include "amq.h"
-#include "hashing.h"
+#include "core.h"
+#include "amq_hashing.h"
+#include "amq_parquet.h"
 
 /* bytes of a varlena holding a filter with this payload */
-/* the largest split block filter that Parquet readers take */
-#define AMQ_PARQUET_MAX_BYTES		((uint64) 128 * 1024 * 1024)
-
 #define AMQ_VARSIZE(payload_len)	(VARHDRSZ + AMQ_HEADER_SIZE + (Size) (payload_len))
 
 extern struct varlena *AmqFilterAlloc(AmqFilter *f);
@@ -47,7 +46,6 @@ extern const AmqKindOps *AmqResolveKind(const char *name, bool keyset,
 extern void AmqAddHash(struct varlena **v, AmqFilter *f,
 					   const AmqKindOps *ops, uint64 hash);
 extern void AmqRemoveHash(AmqFilter *f, const AmqKindOps *ops, uint64 hash);
-extern void AmqPlanParquet(AmqFilter *f);
 extern Datum AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
 								uint64 *hashes, Size n, uint64 min_capacity);
 extern void AmqMergeOrError(AmqFilter *f, const AmqFilter *g, AmqMergeOp op);

@@ -24,6 +24,7 @@
 
 static relopt_kind amqidx_relopt_kind;
 
+/* Register the amq index's reloptions (pages_per_range, fpr). */
 void
 AmqIdxInit(void)
 {
@@ -37,6 +38,7 @@ AmqIdxInit(void)
 					   0.0, 0.0, AMQ_FPR_MAX, AccessExclusiveLock);
 }
 
+/* amoptions: parse and validate the reloptions. */
 static bytea *
 amqidxoptions(Datum reloptions, bool validate)
 {
@@ -49,6 +51,7 @@ amqidxoptions(Datum reloptions, bool validate)
 									  sizeof(AmqIdxOptions), tab, lengthof(tab));
 }
 
+/* The index's pages_per_range option. */
 int
 AmqIdxPagesPerRange(Relation index)
 {
@@ -57,6 +60,7 @@ AmqIdxPagesPerRange(Relation index)
 	return opts ? opts->pages_per_range : AMQIDX_DEFAULT_PAGES_PER_RANGE;
 }
 
+/* The index's fpr option (0: automatic). */
 double
 AmqIdxFprOption(Relation index)
 {
@@ -81,6 +85,7 @@ AmqIdxEffectiveFpr(double fpr_option, uint64 nranges)
 	return Max(Min(fpr, AMQIDX_AUTO_FPR_MAX), AMQIDX_AUTO_FPR_MIN);
 }
 
+/* ambuildphasename: the name of a CREATE INDEX progress phase. */
 static char *
 amqidxbuildphasename(int64 phase)
 {
@@ -187,6 +192,7 @@ amqidxcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 }
 
 PG_FUNCTION_INFO_V1(amqidxhandler);
+/* The access method's handler: its properties and callbacks. */
 Datum
 amqidxhandler(PG_FUNCTION_ARGS)
 {

@@ -60,8 +60,8 @@
 #include "storage/bufmgr.h"
 #include "utils/relcache.h"
 
-#include "amq.h"
-#include "hashing.h"
+#include "core.h"
+#include "amq_hashing.h"
 
 #define AMQIDX_MAGIC			0x51494d41u	/* "AMIQ" */
 #define AMQIDX_VERSION			1

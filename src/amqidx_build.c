@@ -66,6 +66,7 @@ typedef struct AmqIdxBuildState
 	Size		pending_off[AMQIDX_PENDING_MAX];
 } AmqIdxBuildState;
 
+/* Set up the collection of one range's key hashes, per column. */
 static void
 collect_init(AmqIdxCollect *c, int natts, AmqIdxHasher *hashers)
 {
@@ -81,6 +82,7 @@ collect_init(AmqIdxCollect *c, int natts, AmqIdxHasher *hashers)
 	}
 }
 
+/* Forget the hashes collected for a range. */
 static void
 collect_reset(AmqIdxCollect *c)
 {
@@ -93,6 +95,7 @@ collect_reset(AmqIdxCollect *c)
 	}
 }
 
+/* Collect the hashes of one heap tuple's non-NULL keys. */
 static void
 collect_values(AmqIdxCollect *c, Datum *values, bool *isnull)
 {
@@ -117,6 +120,7 @@ collect_values(AmqIdxCollect *c, Datum *values, bool *isnull)
 
 /* ---- sealing and writing a range ---- */
 
+/* Record range's range record address for the directory. */
 static void
 dir_set(AmqIdxBuildState *st, uint32 range, AmqIdxAddr a)
 {
@@ -141,6 +145,7 @@ dir_set(AmqIdxBuildState *st, uint32 range, AmqIdxAddr a)
  */
 #define AMQIDX_PENDING_BYTES	(1024 * 1024)
 
+/* Write the buffered range records, and note their addresses. */
 static void
 pending_flush(AmqIdxBuildState *st)
 {
@@ -155,6 +160,7 @@ pending_flush(AmqIdxBuildState *st)
 	st->npending = 0;
 }
 
+/* Buffer a range record, to be written in a batch after its filters. */
 static void
 pending_add(AmqIdxBuildState *st, const AmqIdxRange *rg)
 {
@@ -234,6 +240,7 @@ flush_range(AmqIdxBuildState *st, bool seal)
 	collect_reset(c);
 }
 
+/* CREATE INDEX heap scan callback: collect keys, sealing each range passed. */
 static void
 build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			   bool tupleIsAlive, void *state)
@@ -300,6 +307,7 @@ write_directory(AmqIdxBuildState *st, int natts, double fpr_option)
 	UnlockReleaseBuffer(buf);
 }
 
+/* ambuild: build every range's filters from one heap scan. */
 IndexBuildResult *
 amqidxbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -392,6 +400,7 @@ typedef struct AmqIdxRangeScan
 	AmqIdxCollect keys;
 } AmqIdxRangeScan;
 
+/* Heap scan callback of one range's rescan: collect its keys. */
 static void
 range_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			   bool tupleIsAlive, void *state)

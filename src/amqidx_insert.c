@@ -24,7 +24,7 @@
 #include "amqidx.h"
 #include "kind_blocked.h"
 
-/* offset of the key count in a filter header (amq.h) */
+/* offset of the key count in a filter header (core.h) */
 #define OFF_NKEYS	24
 
 /* segment sizes: the first of a sealed range's overflow, then doubling */
@@ -37,6 +37,7 @@ typedef struct AmqIdxInsertCache
 	MemoryContext tmpcxt;		/* reset after each insert */
 } AmqIdxInsertCache;
 
+/* The state inserts keep in the IndexInfo, made on the first insert. */
 static AmqIdxInsertCache *
 insert_cache(Relation index, IndexInfo *indexInfo)
 {
@@ -351,6 +352,7 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 	UnlockReleaseBuffer(metabuf);
 }
 
+/* aminsert: add a new heap tuple's keys to its range's dynamic segments. */
 bool
 amqidxinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 			 Relation heapRel, IndexUniqueCheck checkUnique,

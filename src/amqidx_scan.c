@@ -45,6 +45,7 @@ typedef struct AmqIdxScanOpaqueData
 
 typedef AmqIdxScanOpaqueData *AmqIdxScanOpaque;
 
+/* ambeginscan: a scan with its own memory contexts. */
 IndexScanDesc
 amqidxbeginscan(Relation index, int nkeys, int norderbys)
 {
@@ -101,6 +102,7 @@ prepare_key(IndexScanDesc scan, ScanKey sk, AmqIdxScanKey *key)
 		so->impossible = true;
 }
 
+/* amrescan: take the scan keys and prepare each for probing. */
 void
 amqidxrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 			 int norderbys)
@@ -151,6 +153,7 @@ key_matches(AmqIdxReader *r, const AmqIdxRange *rg, const AmqIdxScanKey *key)
 	return false;
 }
 
+/* amgetbitmap: every page of each range whose filters may hold the keys. */
 int64
 amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
@@ -244,6 +247,7 @@ amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	return npages * 10;
 }
 
+/* amendscan: free the scan's memory. */
 void
 amqidxendscan(IndexScanDesc scan)
 {

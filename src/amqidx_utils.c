@@ -37,6 +37,7 @@ AmqIdxInitPage(Page page, uint16 type)
 	opaque->page_id = AMQIDX_PAGE_ID;
 }
 
+/* Initialize the metapage of an empty index. */
 void
 AmqIdxInitMetaPage(Page page, int pages_per_range, double fpr, int natts)
 {
@@ -58,6 +59,7 @@ AmqIdxInitMetaPage(Page page, int pages_per_range, double fpr, int natts)
 	meta->sealed_ranges = 0;
 }
 
+/* Report a corrupted index page. */
 void
 AmqIdxCorrupted(Relation index, BlockNumber blk, const char *what)
 {
@@ -68,6 +70,7 @@ AmqIdxCorrupted(Relation index, BlockNumber blk, const char *what)
 			 errhint("REINDEX it.")));
 }
 
+/* An ERROR unless page blk is an initialized amq index page of the type. */
 void
 AmqIdxCheckPage(Relation index, Page page, BlockNumber blk, uint16 type)
 {
@@ -99,6 +102,7 @@ AmqIdxInitDirPage(Page page)
 	}
 }
 
+/* Check the metapage (magic, version) and return it. */
 AmqIdxMetaPage
 AmqIdxCheckMetaPage(Relation index, Page page)
 {
@@ -165,6 +169,7 @@ AmqIdxAddrAdd(AmqIdxAddr a, uint64 delta)
 
 /* ---- reading ---- */
 
+/* Set up a reader of the index's byte stream, holding no page. */
 void
 AmqIdxReaderInit(AmqIdxReader *r, Relation index)
 {
@@ -178,6 +183,7 @@ AmqIdxReaderInit(AmqIdxReader *r, Relation index)
 	r->nblocks = 0;
 }
 
+/* Unlock the reader's current page, keeping its pin. */
 void
 AmqIdxReaderUnlock(AmqIdxReader *r)
 {
@@ -188,6 +194,7 @@ AmqIdxReaderUnlock(AmqIdxReader *r)
 	}
 }
 
+/* Release the reader's current page. */
 void
 AmqIdxReaderRelease(AmqIdxReader *r)
 {
@@ -314,6 +321,7 @@ decode_filter(AmqIdxReader *r, AmqIdxAddr a, const uint8 *hdr, AmqIdxFilter *f)
 	f->payload = AmqIdxAddrAdd(a, AMQ_HEADER_SIZE);
 }
 
+/* Read the filter blob at a, decoding its header. */
 void
 AmqIdxReadFilter(AmqIdxReader *r, AmqIdxAddr a, AmqIdxFilter *f)
 {
@@ -348,6 +356,7 @@ AmqIdxFilterContains(AmqIdxReader *r, const AmqIdxFilter *f, uint64 hash)
 
 /* ---- writing ---- */
 
+/* Set up a writer appending to the byte stream from end. */
 void
 AmqIdxWriterInit(AmqIdxWriter *w, Relation index, bool wal, AmqIdxAddr end,
 				 ForkNumber fork)
@@ -535,6 +544,7 @@ AmqIdxSwitchRecord(Relation index, Buffer metabuf, Buffer dirbuf,
 	GenericXLogFinish(state);
 }
 
+/* The bytes of a range record. */
 Size
 AmqIdxRangeSize(const AmqIdxRange *rg)
 {
@@ -545,6 +555,7 @@ AmqIdxRangeSize(const AmqIdxRange *rg)
 	return size;
 }
 
+/* Write a range record into out (AmqIdxRangeSize bytes). */
 void
 AmqIdxRangeSerialize(const AmqIdxRange *rg, uint8 *out)
 {
@@ -579,6 +590,7 @@ AmqIdxRangeSerialize(const AmqIdxRange *rg, uint8 *out)
 	}
 }
 
+/* Append a range record as a blob; its address. */
 AmqIdxAddr
 AmqIdxAppendRange(AmqIdxWriter *w, const AmqIdxRange *rg)
 {
@@ -610,7 +622,7 @@ AmqIdxSetSealed(AmqIdxRange *rg, int att, AmqIdxAddr a,
 
 /*
  * Keys are hashed by the opclass's support function 1.  When that is
- * amq_hash, the canonical hash of hashing.c is computed inline, for the
+ * amq_hash, the canonical hash of amq_hashing.c is computed inline, for the
  * key's own type: an int4 column probed with an int8 value hashes it as
  * int8, which gives the same hash for the same number.
  */
@@ -645,6 +657,7 @@ AmqIdxHasherInit(AmqIdxHasher *h, Relation index, int attno, Oid keytype)
 		fmgr_info_copy(&h->proc, proc, CurrentMemoryContext);
 }
 
+/* The hash of one key as the index stores it. */
 uint64
 AmqIdxHash(AmqIdxHasher *h, Datum value)
 {
@@ -653,7 +666,7 @@ AmqIdxHash(AmqIdxHasher *h, Datum value)
 	return (uint64) DatumGetInt64(FunctionCall1Coll(&h->proc, h->collation, value));
 }
 
-/* The key fields every filter of a column carries: its hasher's. */
+/* Record in f the key family, hash scheme and key type of h's keys. */
 void
 AmqIdxSetKeyInfo(AmqFilter *f, const AmqIdxHasher *h)
 {

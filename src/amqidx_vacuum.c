@@ -38,6 +38,7 @@
 #include "amqfilter.h"
 #include "amqidx.h"
 
+/* ambulkdelete: nothing to remove; a deleted row's key is a false positive. */
 IndexBulkDeleteResult *
 amqidxbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				 IndexBulkDeleteCallback callback, void *callback_state)
@@ -56,6 +57,7 @@ typedef struct AmqIdxLocked
 	AmqIdxAddr	entry;
 } AmqIdxLocked;
 
+/* Lock the metapage and range's directory page; false: no range record. */
 static bool
 lock_range(Relation index, uint32 range, AmqIdxLocked *lk)
 {
@@ -72,6 +74,7 @@ lock_range(Relation index, uint32 range, AmqIdxLocked *lk)
 	return lk->entry.blk != InvalidBlockNumber;
 }
 
+/* Release the locks of lock_range. */
 static void
 unlock_range(AmqIdxLocked *lk)
 {
@@ -79,6 +82,7 @@ unlock_range(AmqIdxLocked *lk)
 	UnlockReleaseBuffer(lk->metabuf);
 }
 
+/* Would a reseal help: has the range segments, or no sealed filter? */
 static bool
 needs_reseal(const AmqIdxRange *rg)
 {
@@ -178,6 +182,7 @@ reseal_range(Relation heap, Relation index, IndexInfo *indexInfo, uint32 range,
 	return true;
 }
 
+/* amvacuumcleanup: reseal the ranges that inserts changed. */
 IndexBulkDeleteResult *
 amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {

@@ -28,6 +28,7 @@
 
 #include "amqidx.h"
 
+/* amvalidate: check an operator class's operators and support functions. */
 bool
 amqidxvalidate(Oid opclassoid)
 {

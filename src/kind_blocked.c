@@ -18,7 +18,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 #include "kind_blocked.h"
 
 /* blocks are addressed by a 32-bit multiply-shift */
@@ -91,6 +91,7 @@ blocked_model_fpr(double lambda)
 	return sum;
 }
 
+/* The fewest blocks that reach fpr for capacity keys. */
 static AmqStatus
 blocked_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
@@ -141,6 +142,7 @@ blocked_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	return AMQ_OK;
 }
 
+/* Validate a blocked filter's parameters against its payload. */
 static AmqStatus
 blocked_check(const AmqFilter *f)
 {
@@ -166,6 +168,7 @@ const uint32_t amq_blocked_bits[32] = {
 	UINT32_C(1) << 28, UINT32_C(1) << 29, UINT32_C(1) << 30, UINT32_C(1) << 31
 };
 
+/* Set the key's bits in its block. */
 static AmqStatus
 blocked_add(AmqFilter *f, uint64_t hash)
 {
@@ -177,6 +180,7 @@ blocked_add(AmqFilter *f, uint64_t hash)
 	return AMQ_OK;
 }
 
+/* Are all the key's bits set in its block? */
 static bool
 blocked_contains(const AmqFilter *f, uint64_t hash)
 {
@@ -187,6 +191,7 @@ blocked_contains(const AmqFilter *f, uint64_t hash)
 							 (uint32_t) h);
 }
 
+/* The one block a probe reads. */
 static void
 blocked_probe_span(const AmqFilter *f, uint64_t hash,
 				   uint64_t *offset, uint32_t *length)
@@ -197,6 +202,7 @@ blocked_probe_span(const AmqFilter *f, uint64_t hash,
 	*length = AMQ_BLOCKED_BLOCK_BYTES;
 }
 
+/* Probe the key's block, read apart from the filter. */
 static bool
 blocked_contains_span(const AmqFilter *f, uint64_t hash, const uint8_t *span)
 {

@@ -18,7 +18,7 @@
 #ifndef KIND_BLOCKED_H
 #define KIND_BLOCKED_H
 
-#include "amq.h"
+#include "core.h"
 
 #define AMQ_BLOCKED_BLOCK_BYTES	32
 

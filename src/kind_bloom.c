@@ -21,7 +21,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 
 #define BLOOM_LN2		0.69314718055994530942	/* M_LN2 is not C99 */
 
@@ -64,6 +64,7 @@ amq_bloom_geometry(uint64_t capacity, double fpr, uint64_t align,
 	return AMQ_OK;
 }
 
+/* The bits and hash count that reach fpr for capacity keys. */
 static AmqStatus
 bloom_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
@@ -81,6 +82,7 @@ bloom_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	return AMQ_OK;
 }
 
+/* Validate a bloom filter's parameters against its payload. */
 static AmqStatus
 bloom_check(const AmqFilter *f)
 {
@@ -98,6 +100,7 @@ bloom_check(const AmqFilter *f)
 	return AMQ_OK;
 }
 
+/* Set the key's k bits. */
 static AmqStatus
 bloom_add(AmqFilter *f, uint64_t hash)
 {
@@ -147,6 +150,7 @@ bloom_contains(const AmqFilter *f, uint64_t hash)
 	return true;
 }
 
+/* Estimated rate and distinct keys from the bits set. */
 static void
 bloom_stats(const AmqFilter *f, AmqStats *st)
 {

@@ -41,7 +41,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 
 #define COUNTING_MAX		15
 
@@ -50,12 +50,14 @@
 #define BIT4S			UINT64_C(0x1010101010101010)
 #define ONE_PER_NIBBLE	UINT64_C(0x1111111111111111)
 
+/* The 4-bit counter at pos. */
 static inline unsigned
 counter_get(const uint8_t *payload, uint64_t pos)
 {
 	return (payload[pos >> 1] >> ((pos & 1) * 4)) & 15;
 }
 
+/* The counters and hash count that reach fpr for capacity keys. */
 static AmqStatus
 counting_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
@@ -74,6 +76,7 @@ counting_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	return AMQ_OK;
 }
 
+/* Validate a counting filter's parameters against its payload. */
 static AmqStatus
 counting_check(const AmqFilter *f)
 {
@@ -91,6 +94,7 @@ counting_check(const AmqFilter *f)
 	return AMQ_OK;
 }
 
+/* Increment the key's k counters, each saturating at COUNTING_MAX. */
 static AmqStatus
 counting_add(AmqFilter *f, uint64_t hash)
 {
@@ -113,6 +117,7 @@ counting_add(AmqFilter *f, uint64_t hash)
 	return AMQ_OK;
 }
 
+/* Decrement the key's k counters. */
 static AmqStatus
 counting_remove(AmqFilter *f, uint64_t hash)
 {
@@ -187,6 +192,7 @@ nibbles_add_sat(uint64_t a, uint64_t b)
 	return (sum | over) & LOW_NIBBLES;
 }
 
+/* The counter-wise minimum of two words of 4-bit counters. */
 static inline uint64_t
 nibbles_min(uint64_t a, uint64_t b)
 {
@@ -196,6 +202,7 @@ nibbles_min(uint64_t a, uint64_t b)
 	return (b & a_ge) | (a & ~a_ge);
 }
 
+/* Union (counters summed) or intersection (minimum) of counting filters. */
 static AmqStatus
 counting_merge(AmqFilter *dst, const AmqFilter *src, AmqMergeOp op)
 {

@@ -70,7 +70,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 
 #define CUCKOO_SLOTS		4
 #define CUCKOO_MIN_BITS		4
@@ -164,6 +164,7 @@ cuckoo_get(const uint8_t *p, uint64_t s, uint32_t fb)
 		((UINT64_C(1) << fb) - 1);
 }
 
+/* Store fingerprint v in slot s. */
 static inline void
 cuckoo_set(uint8_t *p, uint64_t s, uint32_t fb, uint64_t v)
 {
@@ -231,6 +232,7 @@ cuckoo_planned_load(uint32_t fb)
 	}
 }
 
+/* The buckets and fingerprint bits that reach fpr for capacity keys. */
 static AmqStatus
 cuckoo_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
@@ -275,6 +277,7 @@ cuckoo_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	return AMQ_OK;
 }
 
+/* Validate a cuckoo filter's parameters against its payload. */
 static AmqStatus
 cuckoo_check(const AmqFilter *f)
 {
@@ -301,6 +304,10 @@ typedef struct CuckooNode
 	uint8_t		pslot;			/* that item's slot in the parent bucket */
 } CuckooNode;
 
+/*
+ * Store the key's fingerprint, moving others when both its buckets are full;
+ * AMQ_ERR_FULL, the payload unchanged, if no move frees a slot.
+ */
 static AmqStatus
 cuckoo_add(AmqFilter *f, uint64_t hash)
 {
@@ -395,6 +402,7 @@ cuckoo_add(AmqFilter *f, uint64_t hash)
 	return AMQ_ERR_FULL;
 }
 
+/* Remove one copy of the key's fingerprint. */
 static AmqStatus
 cuckoo_remove(AmqFilter *f, uint64_t hash)
 {
@@ -444,6 +452,7 @@ cuckoo_contains(const AmqFilter *f, uint64_t hash)
 			cuckoo_has128(f->payload, i2, fp, fb)) != 0;
 }
 
+/* Estimated rate and distinct keys from the slots in use. */
 static void
 cuckoo_stats(const AmqFilter *f, AmqStats *st)
 {

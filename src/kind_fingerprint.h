@@ -28,7 +28,7 @@
 
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 
 #define AMQ_FP_GOLDEN		UINT64_C(0x9e3779b97f4a7c15)
 

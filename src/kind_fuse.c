@@ -55,7 +55,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 #include "kind_fingerprint.h"
 
 #define FUSE_MIN_SEGMENT	4
@@ -75,6 +75,7 @@ fuse_slots(uint64_t h, uint64_t seglen, uint64_t span, uint64_t *p)
 	p[2] = (p0 + 2 * seglen) ^ (h & (seglen - 1));
 }
 
+/* Segment length, segment count, fingerprint bits for capacity at fpr. */
 static AmqStatus
 fuse_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
@@ -119,6 +120,7 @@ fuse_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	return AMQ_OK;
 }
 
+/* Validate a fuse filter's parameters against its payload. */
 static AmqStatus
 fuse_check(const AmqFilter *f)
 {
@@ -170,6 +172,7 @@ fuse_probe_span(const AmqFilter *f, uint64_t hash,
 	*length = (uint32_t) ((p[2] - p[0] + 1) * bytes_per_slot);
 }
 
+/* Probe the key's three slots, read apart from the filter. */
 static bool
 fuse_contains_span(const AmqFilter *f, uint64_t hash, const uint8_t *span)
 {

@@ -65,7 +65,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 
 #if defined(__SSE2__) && !defined(AMQ_BIG_ENDIAN) && !defined(RIBBON_NO_SSE2)
 #include <emmintrin.h>
@@ -143,6 +143,7 @@ ribbon_parity4(__m128i a, __m128i b)
 }
 #endif
 
+/* The low r bits set. */
 static inline uint32_t
 ribbon_mask(uint32_t r)
 {
@@ -176,6 +177,7 @@ ribbon_overhead(double n)
 	return e > 0.0 ? e : 0.0;
 }
 
+/* The slots and result bits that reach fpr for capacity keys. */
 static AmqStatus
 ribbon_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
@@ -212,6 +214,7 @@ ribbon_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	return AMQ_OK;
 }
 
+/* Validate a ribbon filter's parameters against its payload. */
 static AmqStatus
 ribbon_check(const AmqFilter *f)
 {
@@ -320,6 +323,7 @@ ribbon_match(const AmqFilter *f, uint64_t h, uint64_t s, const uint8_t *p)
 	return got == want;
 }
 
+/* Does the key's band of the solution give its fingerprint? */
 static bool
 ribbon_contains(const AmqFilter *f, uint64_t hash)
 {
@@ -343,6 +347,7 @@ ribbon_probe_span(const AmqFilter *f, uint64_t hash,
 	*length = (uint32_t) (32 * f->param[1]);
 }
 
+/* Probe the key's band, read apart from the filter. */
 static bool
 ribbon_contains_span(const AmqFilter *f, uint64_t hash, const uint8_t *span)
 {
@@ -508,6 +513,7 @@ ribbon_solve(const uint64_t *coef, const uint32_t *res, uint64_t m,
 	}
 }
 
+/* Build from distinct hashes: band the equations, then back-substitute. */
 static AmqStatus
 ribbon_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			 const AmqAllocator *alloc)

@@ -52,7 +52,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "amq.h"
+#include "core.h"
 #include "kind_blocked.h"
 
 #define SCALABLE_RATIO		0.85	/* tightening ratio r */
@@ -115,6 +115,7 @@ scalable_step(const uint8_t *p, uint64_t end, uint64_t *nb)
 	return end - SCALABLE_TRAILER - n * BLOCK;
 }
 
+/* The first stage's geometry for capacity keys at fpr. */
 static AmqStatus
 scalable_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
@@ -134,6 +135,7 @@ scalable_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	return AMQ_OK;
 }
 
+/* Validate a scalable filter's stages against its payload. */
 static AmqStatus
 scalable_check(const AmqFilter *f)
 {
@@ -172,6 +174,7 @@ scalable_check(const AmqFilter *f)
 	return AMQ_OK;
 }
 
+/* Add the key to the newest stage; full when that stage is. */
 static AmqStatus
 scalable_add(AmqFilter *f, uint64_t hash)
 {
@@ -240,6 +243,7 @@ scalable_contains(const AmqFilter *f, uint64_t hash)
 	return false;
 }
 
+/* The payload length with one more stage. */
 static AmqStatus
 scalable_grow_plan(const AmqFilter *f, uint64_t *new_len)
 {
@@ -283,6 +287,7 @@ scalable_stage_stats(const AmqFilter *f, uint64_t start, uint64_t nb,
 	amq_blocked_ops.stats(&stage, st);
 }
 
+/* Estimated rate and distinct keys over every stage. */
 static void
 scalable_stats(const AmqFilter *f, AmqStats *st)
 {

@@ -57,7 +57,7 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 
 #define TWOBIT_MAX_WORDS	(AMQ_MAX_PAYLOAD / 4)
 
@@ -76,6 +76,7 @@ twobit_mask(uint64_t h)
 	return ((uint32_t) 1 << b1) | ((uint32_t) 1 << b2);
 }
 
+/* The word a hash selects. */
 static inline uint64_t
 twobit_word(uint64_t h, uint64_t nwords)
 {
@@ -96,6 +97,7 @@ twobit_model_fpr(double n, double nwords)
 		expm1(n * log1p(-61.0 * p / 496.0));
 }
 
+/* The fewest words that reach fpr for capacity keys. */
 static AmqStatus
 twobit_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
@@ -127,6 +129,7 @@ twobit_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	return AMQ_OK;
 }
 
+/* Validate a twobit filter's parameters against its payload. */
 static AmqStatus
 twobit_check(const AmqFilter *f)
 {
@@ -141,6 +144,7 @@ twobit_check(const AmqFilter *f)
 	return AMQ_OK;
 }
 
+/* Set the key's two bits in its word. */
 static AmqStatus
 twobit_add(AmqFilter *f, uint64_t hash)
 {
@@ -151,6 +155,7 @@ twobit_add(AmqFilter *f, uint64_t hash)
 	return AMQ_OK;
 }
 
+/* Are both of the key's bits set in its word? */
 static bool
 twobit_contains(const AmqFilter *f, uint64_t hash)
 {
@@ -160,6 +165,7 @@ twobit_contains(const AmqFilter *f, uint64_t hash)
 	return (amq_load32(f->payload + twobit_word(h, f->param[0]) * 4) & mask) == mask;
 }
 
+/* The one word a probe reads. */
 static void
 twobit_probe_span(const AmqFilter *f, uint64_t hash,
 				  uint64_t *offset, uint32_t *length)
@@ -168,6 +174,7 @@ twobit_probe_span(const AmqFilter *f, uint64_t hash,
 	*length = 4;
 }
 
+/* Probe the key's word, read apart from the filter. */
 static bool
 twobit_contains_span(const AmqFilter *f, uint64_t hash, const uint8_t *span)
 {

@@ -48,11 +48,12 @@
  */
 #include <math.h>
 
-#include "amq.h"
+#include "core.h"
 #include "kind_fingerprint.h"
 
 #define XOR_MAX_ATTEMPTS	100
 
+/* Rotate h left by r bits. */
 static inline uint64_t
 xor_rotl(uint64_t h, int r)
 {
@@ -68,6 +69,7 @@ xor_slots(uint64_t h, uint64_t blocklen, uint64_t *p)
 	p[2] = 2 * blocklen + amq_reduce(xor_rotl(h, 42), blocklen);
 }
 
+/* The block length and fingerprint bits for capacity keys at fpr. */
 static AmqStatus
 xor_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
@@ -95,6 +97,7 @@ xor_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	return AMQ_OK;
 }
 
+/* Validate a xor filter's parameters against its payload. */
 static AmqStatus
 xor_check(const AmqFilter *f)
 {

@@ -95,7 +95,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "amq.h"
+#include "core.h"
 
 #define DEFAULT_N		10000000
 #define DEFAULT_FPR		0.01

@@ -4,7 +4,7 @@
  *	  What the libFuzzer harnesses of bloomamq share.
  *
  * Each harness feeds arbitrary bytes to one input path of the shipped
- * filter core (src/amq_format.c and the kinds) and, when the bytes are
+ * filter core (src/core_format.c and the kinds) and, when the bytes are
  * accepted, drives the accepted filter through every operation its kind
  * offers, checking the promises the SQL layer relies on: probes, slices
  * and stats stay inside the payload, added keys are always found (no
@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "amq.h"
+#include "core.h"
 
 #define FUZZ_CHECK(cond, ...) \
 	do { \

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "amq.h"
+#include "core.h"
 
 static const char *outdir;
 static int	nwritten;

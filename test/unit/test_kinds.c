@@ -8,7 +8,7 @@
  * starting with "#" are information (timings).  The last line is
  * "N passed, N failed" and the exit status is 1 if anything failed.
  *
- * Only the kinds' ops tables, amq_sort_unique and amq.h's inline helpers
+ * Only the kinds' ops tables, amq_sort_unique and core.h's inline helpers
  * are used, so this links with or without the rest of the core.
  *
  *-------------------------------------------------------------------------

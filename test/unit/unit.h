@@ -13,7 +13,7 @@
 #ifndef UNIT_H
 #define UNIT_H
 
-#include "amq.h"
+#include "core.h"
 
 /* keys added and keys never added: disjoint, as amq_mix64 is a bijection */
 #define KEY_BASE	UINT64_C(0x1234567800000000)

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * amq.h
+ * core.h
  *	  The filter core of bloomamq: the on-disk format, the kind ops table and
  *	  the helpers shared by the kinds.
  *
@@ -32,8 +32,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef AMQ_H
-#define AMQ_H
+#ifndef CORE_H
+#define CORE_H
 
 #include <math.h>
 #include <stdbool.h>
@@ -92,7 +92,7 @@ typedef enum AmqKindId
 
 typedef enum AmqHashScheme
 {
-	AMQ_HASH_XXH3 = 1,			/* canonical, portable (see hashing.c) */
+	AMQ_HASH_XXH3 = 1,			/* canonical, portable (see amq_hashing.c) */
 	AMQ_HASH_TYPE = 2,			/* the type's extended hash function, seed 0 */
 	AMQ_HASH_PARQUET = 3		/* Parquet's: XXH64 seed 0 of the PLAIN encoding */
 } AmqHashScheme;
@@ -243,12 +243,12 @@ typedef struct AmqKindOps
 	void		(*stats) (const AmqFilter *f, AmqStats *st);
 } AmqKindOps;
 
-/* amq_kinds.c */
+/* core_kinds.c */
 extern const AmqKindOps *amq_kind_ops(int id);
 extern const AmqKindOps *amq_kind_by_name(const char *name);
 extern const char *amq_kind_names(uint32_t caps);	/* "bloom, blocked" */
 
-/* amq_format.c */
+/* core_format.c */
 extern AmqStatus amq_check_fpr(double fpr);
 extern AmqStatus amq_plan(AmqFilter *f, int kind, uint64_t capacity, double fpr);
 extern AmqStatus amq_parse(const uint8_t *buf, size_t len, AmqFilter *out);
@@ -265,7 +265,7 @@ extern AmqStatus amq_check_keyinfo(int kind, int hash_scheme, int key_family,
 								   uint32_t key_type, uint64_t seed);
 
 /*
- * amq_format.c: the serialized state of the amq_agg aggregates, 32 bytes
+ * core_format.c: the serialized state of the amq_agg aggregates, 32 bytes
  * little-endian:
  *
  *	 0 version (AMQ_STATE_VERSION), 1 mode (AmqStateMode), 2 kind,
@@ -305,12 +305,12 @@ extern AmqStatus amq_state_parse(const uint8_t *buf, size_t len,
 								 AmqStateHeader *out, AmqFilter *filter,
 								 const char **why);
 
-/* amq_format.c: Parquet split block bitsets as blocked filters */
+/* core_parquet.c: Parquet split block bitsets as blocked filters */
 extern bool amq_parquet_bitset_ok(uint64_t len);
 extern void amq_parquet_describe(AmqFilter *f);
 
 /*
- * amq_format.c: what amq_from_parquet takes, a bare bitset or a whole
+ * core_parquet.c: what amq_from_parquet takes, a bare bitset or a whole
  * Parquet bloom filter (its Thrift BloomFilterHeader, then the bitset).
  */
 typedef struct AmqParquetHeader
@@ -354,7 +354,7 @@ amq_bloom_step(uint64_t h)
 }
 
 /*
- * amq_format.c: the union and intersection of the bit-array kinds.  Two
+ * core_format.c: the union and intersection of the bit-array kinds.  Two
  * filters merge only if they share kind, params, payload length and seed;
  * bits merge bytewise (OR, AND), so word order does not matter.
  */
@@ -363,7 +363,7 @@ extern bool amq_same_geometry(const AmqFilter *a, const AmqFilter *b);
 extern AmqStatus amq_bitarray_merge(AmqFilter *dst, const AmqFilter *src,
 									AmqMergeOp op);
 
-/* amq_sort.c: sort ascending and drop duplicates in place; returns new n */
+/* core_sort.c: sort ascending and drop duplicates in place; returns new n */
 extern size_t amq_sort_unique(uint64_t *a, size_t n, uint64_t *scratch);
 
 /* kinds */
@@ -473,4 +473,4 @@ amq_seeded(const AmqFilter *f, uint64_t hash)
 	return f->seed ? amq_mix64(hash ^ f->seed) : hash;
 }
 
-#endif							/* AMQ_H */
+#endif							/* CORE_H */

@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * amq_kinds.c
+ * core_kinds.c
  *	  The registry of filter kinds: every kind is one ops table, found here
  *	  by its on-disk id or its SQL name.
  *
  *-------------------------------------------------------------------------
  */
-#include "amq.h"
+#include "core.h"
 
 static const AmqKindOps *const amq_kinds[] = {
 	&amq_bloom_ops,
@@ -22,6 +22,7 @@ static const AmqKindOps *const amq_kinds[] = {
 
 #define AMQ_NKINDS (sizeof(amq_kinds) / sizeof(amq_kinds[0]))
 
+/* The ops of kind id, or NULL. */
 const AmqKindOps *
 amq_kind_ops(int id)
 {
@@ -31,6 +32,7 @@ amq_kind_ops(int id)
 	return NULL;
 }
 
+/* The ops of the kind named name, or NULL. */
 const AmqKindOps *
 amq_kind_by_name(const char *name)
 {

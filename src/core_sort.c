@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * amq_sort.c
+ * core_sort.c
  *	  Sort 64-bit hashes ascending and drop duplicates.
  *
  * The aggregate sorts every key hash of a group before building a filter,
@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "amq.h"
+#include "core.h"
 
 #if defined(__SSE2__) && defined(__x86_64__)
 #include <emmintrin.h>
@@ -61,6 +61,7 @@
 static void sort_range(uint64_t *x, uint64_t *y, size_t n, int hi,
 					   bool into_y);
 
+/* Sort a short run in place. */
 static void
 insertion_sort(uint64_t *a, size_t n)
 {
@@ -89,6 +90,7 @@ msd_digit(uint64_t v, int hi, int bits)
 
 #ifdef SORT_HAVE_SSE2
 
+/* Copy a full write-combining line to its bucket. */
 static inline void
 flush_line(uint64_t *dst, const uint64_t *src)
 {
@@ -98,18 +100,21 @@ flush_line(uint64_t *dst, const uint64_t *src)
 		_mm_stream_si64((long long *) (dst + k), (long long) src[k]);
 }
 
+/* Finish the lines copied by flush_line. */
 static inline void
 flush_done(void)
 {
 	_mm_sfence();				/* streamed lines are visible before reuse */
 }
 #else
+/* Copy a full write-combining line to its bucket. */
 static inline void
 flush_line(uint64_t *dst, const uint64_t *src)
 {
 	memcpy(dst, src, WC_LINE * sizeof(uint64_t));
 }
 
+/* Finish the lines copied by flush_line. */
 static inline void
 flush_done(void)
 {
@@ -271,6 +276,7 @@ lsd_sort_body(uint64_t *x, uint64_t *y, size_t n, int lo, int wl, int wh)
 	}
 }
 
+/* LSD radix sort, with the common digit widths compiled as constants. */
 static void
 lsd_sort(uint64_t *x, uint64_t *y, size_t n, int lo, int wl, int wh)
 {
@@ -471,6 +477,7 @@ unique_ties(uint64_t *dst, uint64_t *src, size_t n, int lo, uint64_t *tmp)
 	return w;
 }
 
+/* Sort a[0..n) ascending and drop duplicates; returns the new n. */
 size_t
 amq_sort_unique(uint64_t *a, size_t n, uint64_t *scratch)
 {

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * hashing.h
- *	  Canonical 64-bit hashes of SQL values (see hashing.c).
+ * amq_hashing.h
+ *	  Canonical 64-bit hashes of SQL values (see amq_hashing.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -16,7 +16,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "amq.h"
+#include "core.h"
 
 struct AmqKeyHasher;
 typedef uint64 (*AmqHashFn) (Datum value, struct AmqKeyHasher *h);
@@ -54,13 +54,35 @@ typedef struct AmqHashers
 	uint32		parquet_width;
 } AmqHashers;
 
+/*
+ * How the values of one SQL type are hashed: a row of the one table of key
+ * types (amq_hashing.c).  A type not in it is hashed by its extended hash
+ * function (family "other") and has no Parquet physical type.
+ */
+typedef struct AmqKeyType
+{
+	Oid			type;
+	const char *name;			/* as error hints name it */
+	uint8		family;			/* AmqKeyFamily */
+	AmqHashFn	hash;			/* the canonical hash */
+	AmqHashFn	pq_hash;		/* Parquet's; NULL: no Parquet physical type */
+	AmqAltHashFn pq_alternates; /* see AmqAltHashes */
+	uint32		pq_width;		/* the Parquet column's width (INT32 or INT64,
+								 * FLOAT or DOUBLE) of integers and floats;
+								 * else 0 */
+	bool		deterministic;	/* keys need a deterministic collation */
+} AmqKeyType;
+
+extern const AmqKeyType AmqKeyTypes[];
+extern const int AmqNumKeyTypes;
+
+extern const AmqKeyType *AmqKeyTypeOf(Oid basetype);
+extern bool AmqTypeHashable(Oid typid, Oid collation);
 extern void AmqHasherInit(AmqKeyHasher *h, Oid typid, Oid collation,
 						  MemoryContext mcxt);
 extern AmqKeyHasher *AmqHasherFor(AmqHashers *hs, const AmqFilter *f);
 extern const char *AmqFamilyName(int family, uint32 key_type);
 extern void AmqCheckFamily(const AmqFilter *f, const AmqKeyHasher *h);
-extern void AmqHasherSetParquet(AmqKeyHasher *h, uint32 width);
-extern void AmqCheckParquetType(Oid typid);
 
 /* The integer family's canonical hash, inline for the probe hot path. */
 static inline uint64
@@ -89,7 +111,7 @@ AmqHashDatum(AmqKeyHasher *h, Datum value)
  * alts[AMQ_MAX_ALT_HASHES]; returns how many.  A probe that misses the key's
  * own hash tries these.  Only Parquet's float hashing has any: it hashes a
  * float's bits, and SQL's one zero and one NaN have several (see
- * hashing.c).  Every other hasher returns 0 without a call.
+ * amq_hashing.c).  Every other hasher returns 0 without a call.
  */
 static inline int
 AmqAltHashes(const AmqKeyHasher *h, Datum value, uint64 *alts)

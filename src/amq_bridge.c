@@ -1,0 +1,585 @@
+/*-------------------------------------------------------------------------
+ *
+ * amq_bridge.c
+ *	  The SQL layer's bridge to the filter core: filters as varlenas and
+ *	  back (varlena <-> AmqFilter), the core's status codes turned into
+ *	  ereports with an errcode, detail and hint, and planning and building
+ *	  filters under PostgreSQL's allocator.
+ *
+ * The core (core.h, kind_*.c) knows nothing of PostgreSQL: it returns a
+ * status and takes a caller-supplied allocator.  Every SQL function, the
+ * aggregates, the index and the join pre-filters make, read and check
+ * filters through the helpers here, so each refusal is reported the same
+ * way wherever it happens.  The type's own I/O is in amqfilter.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "compat.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+#include "utils/builtins.h"
+
+#include "amqfilter.h"
+#include "kind_blocked.h"
+
+/* Allocate a zeroed filter varlena for f's geometry; point f at its payload. */
+struct varlena *
+AmqFilterAlloc(AmqFilter *f)
+{
+	Size		size = AMQ_VARSIZE(f->payload_len);
+	struct varlena *v;
+
+	if (f->payload_len > AMQ_MAX_PAYLOAD)
+		elog(ERROR, "amqfilter payload of %llu bytes exceeds the limit",
+			 (unsigned long long) f->payload_len);
+	v = (struct varlena *) palloc0(size);
+	SET_VARSIZE(v, size);
+	f->payload = (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE;
+	return v;
+}
+
+/* Write the header (and its checksum) of a filter built in v. */
+Datum
+AmqFilterFinish(struct varlena *v, AmqFilter *f)
+{
+	Assert(f->payload == (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE);
+	amq_write_header(f, (uint8 *) VARDATA(v));
+	PG_RETURN_POINTER(v);
+}
+
+/*
+ * Report why amq_parse() refused len bytes (st is not AMQ_OK).
+ * errcode_malformed is the SQLSTATE for structural damage: invalid text
+ * representation for text input, invalid binary representation otherwise.
+ */
+void
+AmqFilterParseError(AmqStatus st, const uint8 *bytes, Size len,
+					int errcode_malformed)
+{
+	switch (st)
+	{
+		case AMQ_ERR_VERSION:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("unsupported amqfilter format version %d", bytes[4]),
+					 errdetail("This build of bloomamq reads format version %d.",
+							   AMQ_FORMAT_VERSION),
+					 errhint("Install a bloomamq release that knows the version.")));
+			break;
+		case AMQ_ERR_CHECKSUM:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("amqfilter checksum mismatch"),
+					 errdetail("The filter's bytes do not match the checksum in its header: it was corrupted or altered.")));
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(errcode_malformed),
+					 errmsg("invalid amqfilter"),
+					 errdetail("%s: %zu bytes do not form a valid filter.",
+							   len < AMQ_HEADER_SIZE ? "truncated header" :
+							   amq_status_message(st), (size_t) len)));
+	}
+}
+
+/*
+ * Validate untrusted bytes as a filter and return them as a new varlena.
+ * All validation is amq_parse(), pure C, so that the fuzz harnesses run
+ * exactly what every input path runs.
+ */
+struct varlena *
+AmqFilterFromBytes(const uint8 *bytes, Size len, int errcode_malformed)
+{
+	AmqFilter	f;
+	AmqStatus	st;
+
+	st = amq_parse(bytes, len, &f);
+	if (st != AMQ_OK)
+		AmqFilterParseError(st, bytes, len, errcode_malformed);
+	return AmqFilterCopyBytes(bytes, len);
+}
+
+/* A new varlena holding len bytes of a filter that passed amq_parse(). */
+struct varlena *
+AmqFilterCopyBytes(const uint8 *bytes, Size len)
+{
+	struct varlena *v = (struct varlena *) palloc(VARHDRSZ + len);
+
+	SET_VARSIZE(v, VARHDRSZ + len);
+	memcpy(VARDATA(v), bytes, len);
+	return v;
+}
+
+/* Decode the header of a detoasted, already validated filter. */
+void
+AmqFilterDecode(struct varlena *v, AmqFilter *f)
+{
+	amq_parse_trusted((const uint8 *) VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v), f);
+}
+
+/*
+ * Detoast and decode argument argno; with copy, the result may be changed
+ * in place (it is a fresh 4-byte-header copy).
+ */
+struct varlena *
+AmqFilterGetArg(FunctionCallInfo fcinfo, int argno, AmqFilter *f, bool copy)
+{
+	Datum		d = PG_GETARG_DATUM(argno);
+	struct varlena *v;
+
+	v = copy ? PG_DETOAST_DATUM_COPY(d) : PG_DETOAST_DATUM(d);
+	AmqFilterDecode(v, f);
+	return v;
+}
+
+/* The ops of the kind named name, or an ERROR listing the kinds. */
+const AmqKindOps *
+AmqKindOpsByName(const char *name)
+{
+	const AmqKindOps *ops = amq_kind_by_name(name);
+
+	if (ops == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown amqfilter kind \"%s\"", name),
+				 errhint("Valid kinds are: %s, auto, parquet.", amq_kind_names(0))));
+	return ops;
+}
+
+/*
+ * The kind that a build asks for by name, with the two names that are not
+ * kinds of their own:
+ *
+ * - "auto": when the build sees the complete key set (keyset: an aggregate
+ *   without a capacity, an array), the static kind with the fewest bits per
+ *   key at this fpr, fuse unless ribbon is at least 15% smaller (fuse probes
+ *   are faster); otherwise, when keys may be added later, blocked.
+ * - "parquet": the blocked kind with Parquet's hashing and a power-of-two
+ *   number of blocks, for amq_to_parquet (*parquet is set).
+ */
+const AmqKindOps *
+AmqResolveKind(const char *name, bool keyset, double fpr, bool *parquet)
+{
+	*parquet = false;
+	if (strcmp(name, "parquet") == 0)
+	{
+		*parquet = true;
+		return &amq_blocked_ops;
+	}
+	if (strcmp(name, "auto") == 0)
+	{
+		const AmqKindOps *fuse = amq_kind_ops(AMQ_KIND_FUSE);
+		const AmqKindOps *ribbon = amq_kind_ops(AMQ_KIND_RIBBON);
+		AmqFilter	a;
+		AmqFilter	b;
+
+		if (!keyset || fuse == NULL || ribbon == NULL)
+			return &amq_blocked_ops;
+		AmqCheckFpr(fpr);
+		if (amq_plan(&a, AMQ_KIND_FUSE, 1000000, fpr) != AMQ_OK)
+			return ribbon;
+		if (amq_plan(&b, AMQ_KIND_RIBBON, 1000000, fpr) != AMQ_OK)
+			return fuse;
+		return ((double) b.payload_len <= 0.85 * (double) a.payload_len) ? ribbon : fuse;
+	}
+	return AmqKindOpsByName(name);
+}
+
+/* The ops of f's kind; an unknown kind cannot pass amq_parse(). */
+const AmqKindOps *
+AmqKindOpsOf(const AmqFilter *f)
+{
+	const AmqKindOps *ops = amq_kind_ops(f->kind);
+
+	if (ops == NULL)
+		elog(ERROR, "amqfilter of unknown kind %d", f->kind);
+	return ops;
+}
+
+/*
+ * The kind f was made as, by the name amq_new takes: "parquet" for a
+ * blocked filter with Parquet's hashing (the one kind Parquet hashing goes
+ * with), else its kind's.
+ */
+const char *
+AmqFilterKindName(const AmqFilter *f)
+{
+	if (f->hash_scheme == AMQ_HASH_PARQUET)
+		return "parquet";
+	return AmqKindOpsOf(f)->name;
+}
+
+/* An ERROR unless fpr is a false-positive rate a filter can have. */
+void
+AmqCheckFpr(double fpr)
+{
+	if (amq_check_fpr(fpr) != AMQ_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("false-positive rate %g is out of range", fpr),
+				 errdetail("The false-positive rate must be greater than 0 and at most 0.5.")));
+}
+
+/* A byte count for a message: "22853 MB" below 1 TB, then "12 TB", "3 PB" ... */
+const char *
+AmqSizeString(double bytes)
+{
+	static const char *const units[] = {"TB", "PB", "EB"};
+	double		v = bytes / (1024.0 * 1024.0);
+	int			u = 0;
+
+	if (v < 1024.0 * 1024.0)
+		return psprintf("%.0f MB", v);
+	v /= 1024.0 * 1024.0;
+	while (v >= 1024.0 && u < (int) lengthof(units) - 1)
+	{
+		v /= 1024.0;
+		u++;
+	}
+	return psprintf("%.0f %s", v, units[u]);
+}
+
+/* Plan an empty filter's geometry, or report why it cannot be made. */
+void
+AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr)
+{
+	AmqStatus	st;
+	AmqFilter	small;
+	double		need = -1;
+
+	AmqCheckFpr(fpr);
+	if (capacity <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("capacity " INT64_FORMAT " is out of range", capacity),
+				 errdetail("The capacity (number of distinct keys) must be positive.")));
+
+	st = amq_plan(f, kind, (uint64) capacity, fpr);
+	if (st == AMQ_ERR_TOO_LARGE)
+	{
+		AmqStatus	sst = AMQ_ERR_TOO_LARGE;
+
+		/*
+		 * Filter size grows linearly with capacity: scale the plan of the
+		 * largest capacity 2^-shift times smaller that fits, else of one
+		 * key.  Not even one fits when the rate alone asks for more than
+		 * 1 GB; a fingerprint kind may not reach the rate at all.
+		 */
+		for (int shift = 10; shift < 63 && ((uint64) capacity >> shift) > 0; shift += 10)
+		{
+			sst = amq_plan(&small, kind, (uint64) capacity >> shift, fpr);
+			if (sst == AMQ_OK)
+			{
+				need = ldexp((double) small.payload_len, shift);
+				break;
+			}
+		}
+		if (need < 0 && sst != AMQ_ERR_PARAM)
+		{
+			sst = amq_plan(&small, kind, 1, fpr);
+			if (sst == AMQ_OK)
+				need = (double) small.payload_len * (double) capacity;
+		}
+		if (sst == AMQ_ERR_PARAM)
+			st = AMQ_ERR_PARAM;
+	}
+	if (st == AMQ_ERR_TOO_LARGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("amqfilter of kind %s for " INT64_FORMAT " keys at false-positive rate %g is too large",
+						amq_kind_ops(kind)->name, capacity, fpr),
+				 need > 0 ?
+				 errdetail("It would need about %s; an amqfilter holds at most 1 GB.",
+						   AmqSizeString(need)) :
+				 errdetail("At this false-positive rate even one key would need more than 1 GB; an amqfilter holds at most 1 GB."),
+				 need > 0 ?
+				 errhint("Use a larger false-positive rate or fewer keys per filter, for example one filter per partition or per GROUP BY bucket.") :
+				 errhint("Use a larger false-positive rate.")));
+	if (st == AMQ_ERR_PARAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("amqfilter kind %s cannot reach false-positive rate %g",
+						amq_kind_ops(kind)->name, fpr),
+				 errdetail("Its widest fingerprints, 32 bits, cannot reach so low a rate."),
+				 errhint("Use a larger false-positive rate, or kind bloom or blocked.")));
+	if (st != AMQ_OK)
+		elog(ERROR, "could not plan amqfilter: %s", amq_status_message(st));
+}
+
+/* Record the key family of the first key, or check a later key's. */
+void
+AmqSetFamily(AmqFilter *f, const AmqKeyHasher *h)
+{
+	if (f->key_family == AMQ_FAMILY_NONE)
+	{
+		f->key_family = h->family;
+		f->hash_scheme = h->scheme;
+		f->key_type = h->key_type;
+	}
+	else
+		AmqCheckFamily(f, h);
+}
+
+/* The key family of dst combined with src (union, intersection). */
+void
+AmqMergeFamily(AmqFilter *dst, const AmqFilter *src)
+{
+	if (src->key_family == AMQ_FAMILY_NONE)
+		return;
+	if (dst->key_family == AMQ_FAMILY_NONE)
+	{
+		dst->key_family = src->key_family;
+		dst->hash_scheme = src->hash_scheme;
+		dst->key_type = src->key_type;
+		return;
+	}
+	if (dst->key_family != src->key_family || dst->key_type != src->key_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("cannot combine amqfilters holding keys of families %s and %s",
+						AmqFamilyName(dst->key_family, dst->key_type),
+						AmqFamilyName(src->key_family, src->key_type))));
+}
+
+/*
+ * f op= g for two filters of one kind and geometry.  The key count of the
+ * result is estimated from its payload, within the bounds the operation
+ * implies.
+ */
+void
+AmqMergeOrError(AmqFilter *f, const AmqFilter *g, AmqMergeOp op)
+{
+	const AmqKindOps *ops = AmqKindOpsOf(f);
+	const char *what = (op == AMQ_MERGE_UNION) ? "union" : "intersection";
+	uint32		cap = (op == AMQ_MERGE_UNION) ? AMQ_CAP_UNION : AMQ_CAP_INTERSECT;
+	AmqStats	st;
+	double		lo;
+	double		hi;
+	AmqStatus	rc;
+
+	AmqRequireCap(ops, cap, what);
+	if (f->kind != g->kind)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("cannot compute the %s of amqfilters of kinds %s and %s",
+						what, ops->name, AmqKindOpsOf(g)->name),
+				 errhint("Both filters must be of one kind; kinds that support %s: %s.",
+						 what, amq_kind_names(cap))));
+	if ((f->hash_scheme == AMQ_HASH_PARQUET) != (g->hash_scheme == AMQ_HASH_PARQUET))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("cannot compute the %s of a Parquet amqfilter and one of other hashing", what),
+				 errdetail("Parquet filters hash keys with XXH64 of their Parquet encoding, other filters with XXH3."),
+				 errhint("Build both with kind 'parquet', or neither.")));
+	AmqMergeFamily(f, g);
+	rc = ops->merge(f, g, op);
+	if (rc == AMQ_ERR_MISMATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("cannot compute the %s of %s filters of different geometry",
+						what, ops->name),
+				 errdetail("The filters have %llu and %llu payload bytes, or different parameters or seeds.",
+						   (unsigned long long) f->payload_len,
+						   (unsigned long long) g->payload_len),
+				 errhint("Build both with the same kind, capacity and false-positive rate: amq_new() with the same arguments, or amq_agg() with a capacity.")));
+	if (rc != AMQ_OK)
+		elog(ERROR, "amqfilter %s failed: %s", what, amq_status_message(rc));
+
+	ops->stats(f, &st);
+	if (op == AMQ_MERGE_UNION)
+	{
+		lo = Max(f->nkeys, g->nkeys);
+		hi = (double) f->nkeys + (double) g->nkeys;
+	}
+	else
+	{
+		lo = 0;
+		hi = Min(f->nkeys, g->nkeys);
+	}
+	/* exact only for a union with an empty filter */
+	if (op == AMQ_MERGE_INTERSECT || (f->nkeys > 0 && g->nkeys > 0) ||
+		(g->flags & AMQ_FLAG_NKEYS_ESTIMATED))
+		f->flags |= AMQ_FLAG_NKEYS_ESTIMATED;
+	f->nkeys = amq_nkeys_from_estimate(Min(Max(st.est_distinct, lo), hi));
+}
+
+/* Raise the standard error when a kind lacks a capability. */
+void
+AmqRequireCap(const AmqKindOps *ops, uint32 cap, const char *what)
+{
+	const char *able;
+
+	if ((ops->caps & cap) == cap)
+		return;
+	able = amq_kind_names(cap);
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("amqfilter kind %s does not support %s", ops->name, what),
+			 *able ? errhint("Kinds that support %s: %s.", what, able) :
+			 errhint("No kind supports %s.", what)));
+}
+
+/* Report a full fixed-size filter. */
+static void
+filter_full(const AmqKindOps *ops)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("amqfilter of kind %s is full", ops->name),
+			 errdetail("No key was lost: the filter is unchanged by the failed add."),
+			 errhint("Create the filter with a larger capacity, or use kind scalable, which grows.")));
+}
+
+/*
+ * Add a key hash to the dynamic filter f, which lives in *v (a plain
+ * varlena that the caller owns; a kind that grows may reallocate it, in its
+ * memory context).
+ *
+ * Kinds that can remove keys count every add, so that adding a key twice
+ * and removing it once leaves it present.  For the others a key the filter
+ * already reports present changes nothing and is not counted again.
+ */
+void
+AmqAddHash(struct varlena **v, AmqFilter *f, const AmqKindOps *ops, uint64 hash)
+{
+	AmqStatus	st;
+
+	if (!(ops->caps & AMQ_CAP_REMOVE) && ops->contains(f, hash))
+		return;
+	st = ops->add(f, hash);
+	while (st == AMQ_ERR_FULL && (ops->caps & AMQ_CAP_GROW))
+	{
+		uint64		newlen;
+		Size		oldsize = VARSIZE(*v);
+		Size		newsize;
+
+		if (ops->grow_plan(f, &newlen) != AMQ_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("amqfilter of kind %s cannot grow past 1 GB", ops->name),
+					 errdetail("It holds " UINT64_FORMAT " keys in %llu bytes.",
+							   f->nkeys, (unsigned long long) f->payload_len),
+					 errhint("Use a larger false-positive rate or fewer keys per filter.")));
+		newsize = AMQ_VARSIZE(newlen);
+		*v = (struct varlena *) repalloc_huge(*v, newsize);
+		memset((char *) *v + oldsize, 0, newsize - oldsize);
+		SET_VARSIZE(*v, newsize);
+		f->payload = (uint8 *) VARDATA(*v) + AMQ_HEADER_SIZE;
+		ops->grow(f, newlen);
+		st = ops->add(f, hash);
+	}
+	if (st == AMQ_ERR_FULL)
+		filter_full(ops);
+	if (st != AMQ_OK)
+		elog(ERROR, "could not add to amqfilter: %s", amq_status_message(st));
+	amq_count_add(f);
+}
+
+/*
+ * Remove a key hash from a filter whose kind can (counting, cuckoo).  A key
+ * the filter does not report present is not there: nothing changes.
+ */
+void
+AmqRemoveHash(AmqFilter *f, const AmqKindOps *ops, uint64 hash)
+{
+	AmqStatus	st;
+
+	if (!ops->contains(f, hash))
+		return;
+	st = ops->remove(f, hash);
+	if (st != AMQ_OK)
+		elog(ERROR, "could not remove from amqfilter: %s", amq_status_message(st));
+	if (f->nkeys > 0)
+		f->nkeys--;
+}
+
+/* Scratch memory for static builds: NULL on failure, never an ERROR. */
+static void *
+build_alloc(void *ctx, size_t size)
+{
+	return MemoryContextAllocExtended(CurrentMemoryContext, size,
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+}
+
+/* Free scratch memory of a static build. */
+static void
+build_free(void *ctx, void *ptr)
+{
+	pfree(ptr);
+}
+
+/*
+ * Build a filter sized exactly for n distinct hashes (or for min_capacity
+ * keys, if more), sorted ascending
+ * (sorted order lets a dynamic kind touch its payload in order).  keyinfo
+ * supplies the key family, hash scheme and key type.
+ */
+Datum
+AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
+				   uint64 *hashes, Size n, uint64 min_capacity)
+{
+	AmqFilter	f;
+	const AmqKindOps *ops = amq_kind_ops(kind);
+	struct varlena *v;
+	AmqStatus	st = AMQ_OK;
+	uint64		capacity = Max(Max(n, 1), min_capacity);
+
+	for (int attempt = 0;; attempt++)
+	{
+		AmqPlanOrError(&f, kind, capacity, fpr);
+		if (keyinfo->hash_scheme == AMQ_HASH_PARQUET)
+			AmqPlanParquet(&f);
+		f.key_family = keyinfo->key_family;
+		f.hash_scheme = keyinfo->hash_scheme;
+		f.key_type = keyinfo->key_type;
+		v = AmqFilterAlloc(&f);
+
+		if (ops->caps & AMQ_CAP_STATIC)
+		{
+			AmqAllocator alloc = {build_alloc, build_free, NULL};
+
+			st = ops->build(&f, hashes, n, &alloc);
+		}
+		else if (kind == AMQ_KIND_BLOCKED && f.seed == 0)
+		{
+			/* sorted hashes fill the blocks in order, a block at a time */
+			amq_blocked_insert_run(f.payload, f.param[0], hashes, n);
+		}
+		else
+		{
+			for (Size i = 0; i < n && st == AMQ_OK; i++)
+				st = ops->add(&f, hashes[i]);
+		}
+
+		/*
+		 * A cuckoo table planned for n keys holds them but for bad luck:
+		 * plan a quarter more room and build again.
+		 */
+		if (st != AMQ_ERR_FULL || attempt == 3)
+			break;
+		pfree(v);
+		capacity += capacity / 4 + 1;
+		st = AMQ_OK;
+	}
+	if (st == AMQ_ERR_NOMEM)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory building an amqfilter of kind %s for %zu keys",
+						ops->name, (size_t) n)));
+	if (st == AMQ_ERR_BUILD_FAILED)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("could not build an amqfilter of kind %s for %zu keys",
+						ops->name, (size_t) n),
+				 errdetail("Construction failed with every one of its deterministic seeds."),
+				 errhint("Build it again with another kind, for example blocked.")));
+	if (st == AMQ_ERR_FULL)
+		filter_full(ops);
+	if (st != AMQ_OK)
+		elog(ERROR, "could not build amqfilter of kind %s: %s",
+			 ops->name, amq_status_message(st));
+	f.nkeys = n;
+	return AmqFilterFinish(v, &f);
+}
