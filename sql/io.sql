@@ -39,6 +39,7 @@ DECLARE
 BEGIN
 	EXECUTE format('COPY filters TO %L (FORMAT binary)', path);
 	EXECUTE format('COPY filters2 FROM %L (FORMAT binary)', path);
+	EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', 'rm -f ' || path);
 END $$;
 SELECT a.id, a.f::bytea IS NOT DISTINCT FROM b.f::bytea AS same
 FROM filters a JOIN filters2 b USING (id) ORDER BY a.id;
