@@ -146,30 +146,19 @@ needs_key(AmqIdxReader *r, const AmqIdxRange *rg, int att, uint64 hash,
 	bool		resealing = (rg->flags & AMQIDX_RANGE_RESEALING) != 0;
 
 	*room = false;
-	if (resealing)
-	{
-		/*
-		 * Only segments from the reseal's marker on survive it (see
-		 * amqidx_vacuum.c); the newest is one of them.
-		 */
-		if (rg->nsegs[att] > 0)
-		{
-			int			s = rg->nsegs[att] - 1;
-
-			AmqIdxReadFilter(r, rg->segs[att][s].addr, &f);
-			if (AmqIdxFilterContains(r, &f, hash))
-				return false;
-			*room = f.f.nkeys < rg->segs[att][s].capacity;
-		}
-		return true;
-	}
-	if (rg->sealed[att].addr.blk != InvalidBlockNumber)
+	if (!resealing && rg->sealed[att].addr.blk != InvalidBlockNumber)
 	{
 		AmqIdxSealedFilter(r, rg, att, &f);
 		if (AmqIdxFilterContains(r, &f, hash))
 			return false;
 	}
-	for (int s = 0; s < rg->nsegs[att]; s++)
+
+	/*
+	 * During a reseal only the segments from its marker on survive (see
+	 * amqidx_vacuum.c): of the filters, only the newest segment, one of
+	 * them, may say the key is already there.
+	 */
+	for (int s = resealing ? Max(rg->nsegs[att] - 1, 0) : 0; s < rg->nsegs[att]; s++)
 	{
 		AmqIdxReadFilter(r, rg->segs[att][s].addr, &f);
 		if (AmqIdxFilterContains(r, &f, hash))
