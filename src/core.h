@@ -45,6 +45,21 @@
 #define AMQ_FORMAT_VERSION	1
 #define AMQ_HEADER_SIZE		80
 
+/* the header's fields: offsets in the serialized header */
+#define AMQ_OFF_MAGIC		0
+#define AMQ_OFF_VERSION		4
+#define AMQ_OFF_KIND		5
+#define AMQ_OFF_SCHEME		6
+#define AMQ_OFF_FAMILY		7
+#define AMQ_OFF_FLAGS		8
+#define AMQ_OFF_KEYTYPE		12
+#define AMQ_OFF_SEED		16
+#define AMQ_OFF_NKEYS		24
+#define AMQ_OFF_FPR			32
+#define AMQ_OFF_PARAM		40
+#define AMQ_OFF_PAYLEN		64
+#define AMQ_OFF_CHECKSUM	72
+
 /*
  * Largest serialized filter (header plus payload): a varlena holds at most
  * 1 GB - 1 bytes including its 4-byte length word.

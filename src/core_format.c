@@ -20,21 +20,6 @@
 
 #include "core.h"
 
-/* header field offsets */
-#define OFF_MAGIC		0
-#define OFF_VERSION		4
-#define OFF_KIND		5
-#define OFF_SCHEME		6
-#define OFF_FAMILY		7
-#define OFF_FLAGS		8
-#define OFF_KEYTYPE		12
-#define OFF_SEED		16
-#define OFF_NKEYS		24
-#define OFF_FPR			32
-#define OFF_PARAM		40
-#define OFF_PAYLEN		64
-#define OFF_CHECKSUM	72
-
 /* AMQ_OK if fpr is a rate a filter can have: above 0, at most AMQ_FPR_MAX. */
 AmqStatus
 amq_check_fpr(double fpr)
@@ -78,7 +63,7 @@ amq_checksum(const uint8_t *header, const uint8_t *payload,
 {
 	uint64_t	ph = XXH3_64bits(payload, (size_t) payload_len);
 
-	return XXH3_64bits_withSeed(header, OFF_CHECKSUM, ph);
+	return XXH3_64bits_withSeed(header, AMQ_OFF_CHECKSUM, ph);
 }
 
 /* A little-endian float8. */
@@ -106,17 +91,17 @@ store_double(uint8_t *p, double d)
 static void
 decode_header(const uint8_t *buf, size_t len, AmqFilter *f)
 {
-	f->kind = buf[OFF_KIND];
-	f->hash_scheme = buf[OFF_SCHEME];
-	f->key_family = buf[OFF_FAMILY];
-	f->flags = amq_load32(buf + OFF_FLAGS);
-	f->key_type = amq_load32(buf + OFF_KEYTYPE);
-	f->seed = amq_load64(buf + OFF_SEED);
-	f->nkeys = amq_load64(buf + OFF_NKEYS);
-	f->fpr = load_double(buf + OFF_FPR);
+	f->kind = buf[AMQ_OFF_KIND];
+	f->hash_scheme = buf[AMQ_OFF_SCHEME];
+	f->key_family = buf[AMQ_OFF_FAMILY];
+	f->flags = amq_load32(buf + AMQ_OFF_FLAGS);
+	f->key_type = amq_load32(buf + AMQ_OFF_KEYTYPE);
+	f->seed = amq_load64(buf + AMQ_OFF_SEED);
+	f->nkeys = amq_load64(buf + AMQ_OFF_NKEYS);
+	f->fpr = load_double(buf + AMQ_OFF_FPR);
 	for (int i = 0; i < 3; i++)
-		f->param[i] = amq_load64(buf + OFF_PARAM + 8 * i);
-	f->payload_len = amq_load64(buf + OFF_PAYLEN);
+		f->param[i] = amq_load64(buf + AMQ_OFF_PARAM + 8 * i);
+	f->payload_len = amq_load64(buf + AMQ_OFF_PAYLEN);
 	f->payload = (uint8_t *) buf + AMQ_HEADER_SIZE;
 }
 
@@ -197,9 +182,9 @@ amq_parse(const uint8_t *buf, size_t len, AmqFilter *out)
 
 	if (buf == NULL || len < AMQ_HEADER_SIZE)
 		return AMQ_ERR_CORRUPT;
-	if (amq_load32(buf + OFF_MAGIC) != AMQ_MAGIC)
+	if (amq_load32(buf + AMQ_OFF_MAGIC) != AMQ_MAGIC)
 		return AMQ_ERR_CORRUPT;
-	if (buf[OFF_VERSION] != AMQ_FORMAT_VERSION)
+	if (buf[AMQ_OFF_VERSION] != AMQ_FORMAT_VERSION)
 		return AMQ_ERR_VERSION;
 	if (len > AMQ_MAX_BYTES)
 		return AMQ_ERR_CORRUPT;
@@ -222,7 +207,7 @@ amq_parse(const uint8_t *buf, size_t len, AmqFilter *out)
 		return AMQ_ERR_CORRUPT;
 	if (ops->check(out) != AMQ_OK)
 		return AMQ_ERR_CORRUPT;
-	if (amq_load64(buf + OFF_CHECKSUM) !=
+	if (amq_load64(buf + AMQ_OFF_CHECKSUM) !=
 		amq_checksum(buf, out->payload, out->payload_len))
 		return AMQ_ERR_CHECKSUM;
 	return AMQ_OK;
@@ -236,20 +221,20 @@ void
 amq_write_header(const AmqFilter *f, uint8_t *buf)
 {
 	memset(buf, 0, AMQ_HEADER_SIZE);
-	amq_store32(buf + OFF_MAGIC, AMQ_MAGIC);
-	buf[OFF_VERSION] = AMQ_FORMAT_VERSION;
-	buf[OFF_KIND] = f->kind;
-	buf[OFF_SCHEME] = f->hash_scheme;
-	buf[OFF_FAMILY] = f->key_family;
-	amq_store32(buf + OFF_FLAGS, f->flags);
-	amq_store32(buf + OFF_KEYTYPE, f->key_type);
-	amq_store64(buf + OFF_SEED, f->seed);
-	amq_store64(buf + OFF_NKEYS, f->nkeys);
-	store_double(buf + OFF_FPR, f->fpr);
+	amq_store32(buf + AMQ_OFF_MAGIC, AMQ_MAGIC);
+	buf[AMQ_OFF_VERSION] = AMQ_FORMAT_VERSION;
+	buf[AMQ_OFF_KIND] = f->kind;
+	buf[AMQ_OFF_SCHEME] = f->hash_scheme;
+	buf[AMQ_OFF_FAMILY] = f->key_family;
+	amq_store32(buf + AMQ_OFF_FLAGS, f->flags);
+	amq_store32(buf + AMQ_OFF_KEYTYPE, f->key_type);
+	amq_store64(buf + AMQ_OFF_SEED, f->seed);
+	amq_store64(buf + AMQ_OFF_NKEYS, f->nkeys);
+	store_double(buf + AMQ_OFF_FPR, f->fpr);
 	for (int i = 0; i < 3; i++)
-		amq_store64(buf + OFF_PARAM + 8 * i, f->param[i]);
-	amq_store64(buf + OFF_PAYLEN, f->payload_len);
-	amq_store64(buf + OFF_CHECKSUM,
+		amq_store64(buf + AMQ_OFF_PARAM + 8 * i, f->param[i]);
+	amq_store64(buf + AMQ_OFF_PAYLEN, f->payload_len);
+	amq_store64(buf + AMQ_OFF_CHECKSUM,
 				amq_checksum(buf, f->payload, f->payload_len));
 }
 
