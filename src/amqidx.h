@@ -25,18 +25,30 @@
  * stream and a blob continues on the next block, so a blob is addressed by
  * the block and offset of its first byte.  Blobs are immutable once
  * referenced, but for the bits and key count of dynamic segments, which
- * inserts set in place.  A replaced blob is left where it is (readers that
- * copied its address stay correct); REINDEX reclaims the space.
- * Directory pages map a range number to the address of its range record,
- * which lists the range's sealed filter and segments per column.
+ * inserts set in place.  Directory pages map a range number to the address
+ * of its range record, which lists the range's sealed filter and segments
+ * per column.
+ *
+ * Free space.  The metapage keeps a list of runs of whole data pages that
+ * no record references; the stream goes on into one of them (the best fit
+ * for the next blob) before it extends the index.  VACUUM fills the list
+ * (amqidx_vacuum.c): it first sweeps the index for pages that hold no blob
+ * in use, and then, as it reseals a range, frees the pages whose every
+ * blob was the range's old record, sealed filters and segments.  A page is
+ * freed in the same WAL record that switches its last referencing record
+ * out of the directory, and so is reused only after that switch.
  *
  * Locking.  The metapage's exclusive lock serialises everything that
- * appends to the stream or changes the directory's shape; a directory
- * page's exclusive lock is taken to replace a range record, its share lock
- * by inserts while they set bits in a segment (so a reseal never drops a
- * segment under an insert).  Locks are taken in the order metapage,
- * directory page, data pages (ascending block).  Scans copy the directory
- * and then read blobs under short share locks.
+ * appends to the stream, frees pages or changes the directory's shape; a
+ * directory page's exclusive lock is taken to replace a range record, its
+ * share lock by inserts while they set bits in a segment (so a reseal never
+ * drops a segment under an insert) and by scans while they read a range's
+ * record and filters (so its pages are not freed and reused meanwhile, on
+ * a primary or on a standby, whose replay takes the same locks).  Locks
+ * are taken in the order metapage, directory page, data pages.
+ * amq_index_check() takes the metapage's heavyweight page lock (ShareLock)
+ * for a consistent picture of the whole stream; whatever appends or frees
+ * takes it in ExclusiveLock first.
  *
  * WAL.  Every change goes through generic WAL; CREATE INDEX writes its
  * pages without WAL and logs them once at the end.
@@ -58,6 +70,7 @@
 #include "access/itup.h"
 #include "nodes/execnodes.h"
 #include "storage/bufmgr.h"
+#include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
 #include "core.h"
@@ -135,9 +148,37 @@ typedef struct AmqIdxMetaPageData
 
 typedef AmqIdxMetaPageData *AmqIdxMetaPage;
 
+/*
+ * The free space, at the end of the metapage's content (all zeros in an
+ * index that has none: no run, the stream at the index's end).
+ */
+#define AMQIDX_MAX_FREE_RUNS	120
+
+typedef struct AmqIdxFreeRun
+{
+	uint32		start;			/* first block */
+	uint32		npages;
+} AmqIdxFreeRun;
+
+typedef struct AmqIdxFreeSpace
+{
+	/*
+	 * 0: the stream's end is at the end of the index, which the next page
+	 * extends; else the stream is in a run taken from the list, whose pages
+	 * end before this block.
+	 */
+	uint32		run_end;
+	uint32		nruns;
+	AmqIdxFreeRun runs[AMQIDX_MAX_FREE_RUNS];	/* by start, apart */
+} AmqIdxFreeSpace;
+
 #define AmqIdxPageGetMeta(page) ((AmqIdxMetaPage) AmqIdxPageContent(page))
+#define AmqIdxPageGetFreeSpace(page) \
+	((AmqIdxFreeSpace *) (AmqIdxPageContent(page) + AMQIDX_CONTENT - \
+						  sizeof(AmqIdxFreeSpace)))
 #define AMQIDX_MAX_DIRPAGES \
-	((AMQIDX_CONTENT - offsetof(AmqIdxMetaPageData, dirpages)) / sizeof(BlockNumber))
+	((AMQIDX_CONTENT - sizeof(AmqIdxFreeSpace) - \
+	  offsetof(AmqIdxMetaPageData, dirpages)) / sizeof(BlockNumber))
 
 /* A directory page is an array of range record addresses. */
 #define AMQIDX_DIR_PER_PAGE		(AMQIDX_CONTENT / sizeof(AmqIdxAddr))
@@ -173,7 +214,8 @@ typedef struct AmqIdxColumnDisk
 {
 	AmqIdxSeg	sealed;			/* addr.blk invalid: no keys when sealed */
 	uint16		nsegs;
-	uint16		unused;
+	uint16		reseal_from;	/* AMQIDX_RANGE_RESEALING: the first segment
+								 * the reseal keeps; else 0 */
 	/* a copy of the sealed filter's header, so a probe reads one page less */
 	uint8		sealed_header[AMQ_HEADER_SIZE];
 } AmqIdxColumnDisk;
@@ -187,6 +229,7 @@ typedef struct AmqIdxRange
 	AmqIdxSeg	sealed[INDEX_MAX_KEYS];
 	uint8		sealed_header[INDEX_MAX_KEYS][AMQ_HEADER_SIZE];
 	int			nsegs[INDEX_MAX_KEYS];
+	int			reseal_from[INDEX_MAX_KEYS];
 	AmqIdxSeg  *segs[INDEX_MAX_KEYS];
 } AmqIdxRange;
 
@@ -239,6 +282,10 @@ typedef struct AmqIdxWriter
 	bool		wal;
 	AmqIdxAddr	end;			/* stream end */
 	ForkNumber	fork;
+	AmqIdxFreeSpace fs;			/* the metapage's, as appends change it */
+	int			nfreed;			/* pages to free at the record switch */
+	int			maxfreed;
+	BlockNumber *freed;
 } AmqIdxWriter;
 
 /* A filter header read from the index. */
@@ -281,7 +328,13 @@ extern bool AmqIdxFilterContains(AmqIdxReader *r, const AmqIdxFilter *f,
 								 uint64 hash);
 
 extern void AmqIdxWriterInit(AmqIdxWriter *w, Relation index, bool wal,
-							 AmqIdxAddr end, ForkNumber fork);
+							 Page metapage, ForkNumber fork);
+extern void AmqIdxFreeLater(AmqIdxWriter *w, BlockNumber blk);
+extern void AmqIdxFreeSpaceAdd(AmqIdxFreeSpace *fs, BlockNumber start,
+							   uint32 npages);
+extern void AmqIdxLockSpace(Relation index, LOCKMODE mode);
+extern void AmqIdxUnlockSpace(Relation index, LOCKMODE mode);
+extern uint64 AmqIdxFilterBlobLen(const uint8 *header);
 extern AmqIdxAddr AmqIdxAppend(AmqIdxWriter *w, const uint8 *data, Size len,
 							   bool block_aligned);
 extern void AmqIdxRangeInit(AmqIdxRange *rg, uint32 range, int natts,
@@ -295,6 +348,8 @@ extern void AmqIdxSwitchRecord(Relation index, Buffer metabuf, Buffer dirbuf,
 extern Size AmqIdxRangeSize(const AmqIdxRange *rg);
 extern void AmqIdxRangeSerialize(const AmqIdxRange *rg, uint8 *out);
 extern AmqIdxAddr AmqIdxAppendRange(AmqIdxWriter *w, const AmqIdxRange *rg);
+extern void AmqIdxRewriteRangeHeader(Relation index, AmqIdxAddr a,
+									 const AmqIdxRange *rg);
 extern void AmqIdxSetSealed(AmqIdxRange *rg, int att, AmqIdxAddr a,
 							const struct varlena *filter);
 extern BlockNumber AmqIdxNewBuffer(Relation index, ForkNumber fork,

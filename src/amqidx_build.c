@@ -315,7 +315,6 @@ amqidxbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	AmqIdxBuildState st;
 	int			natts = IndexRelationGetNumberOfKeyAttributes(index);
 	double		fpr_option = AmqIdxFprOption(index);
-	AmqIdxAddr	none = {InvalidBlockNumber, 0};
 	Buffer		metabuf;
 	MemoryContext buildcxt;
 	MemoryContext oldcxt;
@@ -348,7 +347,7 @@ amqidxbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	MarkBufferDirty(metabuf);
 	UnlockReleaseBuffer(metabuf);
 
-	AmqIdxWriterInit(&st.writer, index, false, none, MAIN_FORKNUM);
+	AmqIdxWriterInit(&st.writer, index, false, NULL, MAIN_FORKNUM);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, AMQIDX_PHASE_BUILD);
 	st.heap_tuples = table_index_build_scan(heap, index, indexInfo, false, true,
 											build_callback, (void *) &st, NULL);

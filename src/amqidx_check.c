@@ -15,8 +15,9 @@
  *		by a crash leaves behind, allowed as long as nothing points there;
  *	  - the metapage: magic, version, pages_per_range, the number of key
  *		columns, flags, the fpr option, the directory's size and pages, the
- *		stream's end, and that its counts of sealed filters and their keys
- *		(which only ever grow) are at least those of the filters in use;
+ *		stream's end, the free space (runs of data or new pages, in order,
+ *		apart), and that its counts of sealed filters and their keys (which
+ *		only ever grow) are at least those of the filters in use;
  *	  - the directory: every entry in use points at a range record inside
  *		the stream, the entries past the last range are empty, and every
  *		directory page is listed once;
@@ -32,7 +33,9 @@
  *		header equal to its copy in the record and its key count to the
  *		record's; a segment's payload 32-byte aligned and of the size its
  *		capacity plans;
- *	  - that no two blobs (records and filters) in use overlap.
+ *	  - that no two blobs (records and filters) in use overlap, and that none
+ *		lies in free space: a free run, or the rest of the run the stream
+ *		is in.
  * A range with no record is allowed (its pages held no rows when the index
  * was built), and so is a record past the end of the heap (VACUUM truncated
  * the heap after the index summarized the range): neither loses a row.
@@ -42,27 +45,31 @@
  * or a segment of its range: a miss is a false negative, which an amq
  * index must never give.  A row with a key in a range without a record is
  * one too.  Keys are hashed with the operator class's support function 1,
- * as inserts hash them, and probed with the scans' readers.
+ * as inserts hash them, and probed in copies of the range's filters.
  *
  * Locking.  AccessShareLock on the table and the index, as bt_index_check:
- * inserts and VACUUM go on meanwhile.  That is safe because of how the
- * index changes (amqidx.h): whatever appends to the stream, switches a
- * directory entry or adds a page holds the metapage exclusively, and a
- * blob once referenced never moves or changes, but for the bits and key
- * count of dynamic segments.  So the check copies the metapage and the
- * whole directory, and takes the index's size, under one share lock of the
- * metapage: a consistent picture, whose records and filters stay where
- * they are while they are read, whatever is appended or switched later.
- * Blocks past that size are not looked at.
+ * inserts and VACUUM go on meanwhile.  Whatever appends to the stream,
+ * frees pages, switches a directory entry or adds a page holds the
+ * metapage's heavyweight page lock in ExclusiveLock (amqidx.h); the
+ * structural check holds it in ShareLock, so it sees one consistent
+ * picture of the directory, the records, the filters and the free space,
+ * in which only the bits and key counts of dynamic segments change.
+ * Meanwhile inserts that need no new segment go on, and the others and
+ * VACUUM's reseals wait.  Blocks past the size taken with the directory
+ * are not looked at.  On a standby, replay does not take that lock: check
+ * there with replay paused (pg_wal_replay_pause()), or on the primary.
  *
- * heapallindexed registers an MVCC snapshot before it copies the
+ * heapallindexed registers an MVCC snapshot before it looks at the
  * directory, as bt_index_check does: every row the snapshot sees was
  * inserted by a transaction that had finished its index insert by then, so
- * the copied directory must find its key.  The heap is read with that
- * snapshot by the index build scan, which computes expressions and a
- * partial index's predicate as inserts do.  A ShareLock on the table, which
- * would also keep VACUUM away, is not needed: a reseal switches in a record
- * that holds every key of the range, and leaves the copied one in place.
+ * the record of its range from then on must find its key.  The heap is
+ * read with that snapshot by the index build scan, which computes
+ * expressions and a partial index's predicate as inserts do.  The space
+ * lock is not held meanwhile: each range's record and filters are copied
+ * under its directory page's share lock, which keeps their pages from being
+ * freed while they are read, and a reseal switches in a record that holds
+ * every key the snapshot sees (its heap scan keeps rows any transaction
+ * may still see).
  * Index expressions and the support function run as the table's owner,
  * under a restricted search_path, as they do in bt_index_check.
  *
@@ -93,18 +100,14 @@
 
 PG_FUNCTION_INFO_V1(amq_index_check);
 
-/* header fields of a serialized filter (the layout is in amq.h) */
-#define FILTER_OFF_SCHEME		6
-#define FILTER_OFF_FAMILY		7
-#define FILTER_OFF_KEYTYPE		12
-#define FILTER_OFF_PAYLEN		64
-#define FILTER_OFF_CHECKSUM		72
-
 /* the "range" of an error that concerns no range */
 #define NO_RANGE				PG_UINT32_MAX
 
 /* the page type of a new (all-zero) page, beside AMQIDX_PAGE_* */
 #define PAGE_NEW				0
+
+/* the "range" of a free run in the overlap check */
+#define FREE_SPACE				(PG_UINT32_MAX - 1)
 
 /* A blob in use, for the overlap check. */
 typedef struct AmqIdxBlobRef
@@ -130,12 +133,12 @@ typedef struct AmqIdxCheckState
 	uint32		ndirpages;
 	BlockNumber dirpages[AMQIDX_MAX_DIRPAGES];
 	AmqIdxAddr	stream_end;
+	AmqIdxFreeSpace fs;
 	uint64		sealed_keys;
 	uint64		sealed_ranges;
 	AmqIdxAddr *dir;			/* ndirpages * AMQIDX_DIR_PER_PAGE entries */
 	BlockNumber nblocks;
 	uint8	   *pagetype;		/* per block: AMQIDX_PAGE_* or PAGE_NEW */
-	uint64		end_pos;		/* the stream's end as a position */
 
 	AmqIdxReader reader;
 	AmqIdxHasher hashers[INDEX_MAX_KEYS];
@@ -147,6 +150,8 @@ typedef struct AmqIdxCheckState
 	uint64		maxblobs;
 	uint64		live_sealed;
 	uint64		live_sealed_keys;
+	uint64		live_blobs;
+	uint64		live_bytes;
 
 	/* heapallindexed: the range whose filters are loaded */
 	MemoryContext rowcxt;		/* reset per row */
@@ -155,9 +160,11 @@ typedef struct AmqIdxCheckState
 	BlockNumber cur_blk;		/* of its record; InvalidBlockNumber: none */
 	int			nfilters[INDEX_MAX_KEYS];
 	AmqIdxFilter *filters[INDEX_MAX_KEYS];
+	uint8	  **payloads[INDEX_MAX_KEYS];	/* copies of their payloads */
 	int64		nrows;
 } AmqIdxCheckState;
 
+static void check_free_space(AmqIdxCheckState *st);
 pg_noreturn static void corrupted(AmqIdxCheckState *st, BlockNumber blk,
 								  uint32 range, const char *fmt,...) pg_attribute_printf(4, 5);
 
@@ -361,6 +368,9 @@ copy_directory(AmqIdxCheckState *st)
 		corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
 				  "the stream's end (block %u, offset %u) lies outside the index's %u blocks",
 				  meta->stream_end.blk, meta->stream_end.off, st->nblocks);
+	st->stream_end = meta->stream_end;
+	memcpy(&st->fs, AmqIdxPageGetFreeSpace(page), sizeof(st->fs));
+	check_free_space(st);
 
 	st->ppr = meta->pages_per_range;
 	st->nranges = meta->nranges;
@@ -402,9 +412,51 @@ copy_directory(AmqIdxCheckState *st)
 }
 
 /*
+ * The free space's fields: runs inside the index, in order and apart, and
+ * a stream that is in a run ends before the run does.
+ */
+static void
+check_free_space(AmqIdxCheckState *st)
+{
+	const AmqIdxFreeSpace *fs = &st->fs;
+
+	if (fs->nruns > AMQIDX_MAX_FREE_RUNS)
+		corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
+				  "the metapage lists %u free runs, more than the %d it holds",
+				  fs->nruns, AMQIDX_MAX_FREE_RUNS);
+	for (uint32 i = 0; i < AMQIDX_MAX_FREE_RUNS; i++)
+	{
+		const AmqIdxFreeRun *run = &fs->runs[i];
+
+		if (i >= fs->nruns)
+		{
+			if (run->start != 0 || run->npages != 0)
+				corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
+						  "the metapage's unused free run slot %u is not zero", i);
+			continue;
+		}
+		if (run->start == AMQIDX_METAPAGE_BLKNO || run->npages == 0 ||
+			run->start >= st->nblocks || run->npages > st->nblocks - run->start)
+			corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
+					  "free run %u (block %u, %u pages) is not inside the index's %u blocks",
+					  i, run->start, run->npages, st->nblocks);
+		if (i > 0 && run->start <= fs->runs[i - 1].start + fs->runs[i - 1].npages)
+			corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
+					  "free run %u (block %u) does not follow run %u (block %u, %u pages) apart",
+					  i, run->start, i - 1, fs->runs[i - 1].start, fs->runs[i - 1].npages);
+	}
+	if (fs->run_end != 0 &&
+		(st->stream_end.blk == InvalidBlockNumber || fs->run_end > st->nblocks ||
+		 st->stream_end.blk >= fs->run_end))
+		corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
+				  "the stream's run ends before block %u, which the stream's end (block %u) or the index's %u blocks contradict",
+				  fs->run_end, st->stream_end.blk, st->nblocks);
+}
+
+/*
  * Every other page below the size taken with the directory: a data page,
- * or a new one.  Their types do not change after: the stream only grows
- * onto pages at the end of the index.
+ * or a new one.  Their types do not change after: pages the stream reuses
+ * stay data pages, and directory pages are only added at the end.
  */
 static void
 check_pages(AmqIdxCheckState *st)
@@ -425,16 +477,21 @@ check_pages(AmqIdxCheckState *st)
 		st->pagetype[blk] = type;
 	}
 
-	if (st->stream_end.blk == InvalidBlockNumber)
-		st->end_pos = 0;		/* nothing written: no blob can be in use */
-	else
-	{
-		if (st->pagetype[st->stream_end.blk] != AMQIDX_PAGE_DATA)
-			corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
-					  "the stream ends on block %u, a %s",
-					  st->stream_end.blk, page_type_name(st->pagetype[st->stream_end.blk]));
-		st->end_pos = stream_pos(st->stream_end);
-	}
+	if (st->stream_end.blk != InvalidBlockNumber &&
+		st->pagetype[st->stream_end.blk] != AMQIDX_PAGE_DATA)
+		corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
+				  "the stream ends on block %u, a %s",
+				  st->stream_end.blk, page_type_name(st->pagetype[st->stream_end.blk]));
+	for (uint32 i = 0; i < st->fs.nruns; i++)
+		for (uint32 b = 0; b < st->fs.runs[i].npages; b++)
+		{
+			BlockNumber blk = st->fs.runs[i].start + b;
+
+			if (st->pagetype[blk] != AMQIDX_PAGE_DATA && st->pagetype[blk] != PAGE_NEW)
+				corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
+						  "free run %u holds block %u, a %s",
+						  i, blk, page_type_name(st->pagetype[blk]));
+		}
 }
 
 /*
@@ -453,16 +510,10 @@ check_blob(AmqIdxCheckState *st, uint32 range, BlockNumber from, AmqIdxAddr a,
 		corrupted(st, from, range,
 				  "%s is at block %u, offset %u, outside the index's %u blocks of %u bytes of content",
 				  what, a.blk, a.off, st->nblocks, (unsigned) AMQIDX_CONTENT);
-	if (st->stream_end.blk == InvalidBlockNumber)
+	if (stream_pos(a) + len > (uint64) st->nblocks * AMQIDX_CONTENT)
 		corrupted(st, from, range,
-				  "%s is at block %u, offset %u, but the metapage says nothing was written",
-				  what, a.blk, a.off);
-	if (stream_pos(a) + len > st->end_pos)
-		corrupted(st, from, range,
-				  "%s (block %u, offset %u, %llu bytes) runs past the end of the stream (block %u, offset %u)",
-				  what, a.blk, a.off, (unsigned long long) len,
-				  st->stream_end.blk, st->stream_end.off);
-	/* within the stream's end, so within the index */
+				  "%s (block %u, offset %u, %llu bytes) runs past the end of the index's %u blocks",
+				  what, a.blk, a.off, (unsigned long long) len, st->nblocks);
 	last = AmqIdxAddrAdd(a, len - 1);
 	for (BlockNumber b = a.blk; b <= last.blk; b++)
 		if (st->pagetype[b] != AMQIDX_PAGE_DATA)
@@ -506,6 +557,11 @@ add_blob(AmqIdxCheckState *st, uint32 range, AmqIdxAddr a, uint64 len)
 		else
 			st->blobs = repalloc_huge(st->blobs, sizeof(AmqIdxBlobRef) * st->maxblobs);
 	}
+	if (range != FREE_SPACE)
+	{
+		st->live_blobs++;
+		st->live_bytes += len;
+	}
 	b = &st->blobs[st->nblobs++];
 	b->start = stream_pos(a);
 	b->len = len;
@@ -527,16 +583,16 @@ parse_stored(AmqIdxCheckState *st, int att, uint8 *buf, uint64 len, AmqFilter *f
 	AmqStatus	status;
 
 	if (!st->hashers[att].internal &&
-		buf[FILTER_OFF_SCHEME] == AMQ_HASH_TYPE &&
-		buf[FILTER_OFF_FAMILY] == AMQ_FAMILY_OTHER &&
-		amq_load32(buf + FILTER_OFF_KEYTYPE) == 0)
+		buf[AMQ_OFF_SCHEME] == AMQ_HASH_TYPE &&
+		buf[AMQ_OFF_FAMILY] == AMQ_FAMILY_OTHER &&
+		amq_load32(buf + AMQ_OFF_KEYTYPE) == 0)
 	{
-		bool		sum_ok = amq_load64(buf + FILTER_OFF_CHECKSUM) ==
+		bool		sum_ok = amq_load64(buf + AMQ_OFF_CHECKSUM) ==
 			amq_checksum(buf, buf + AMQ_HEADER_SIZE, len - AMQ_HEADER_SIZE);
 
-		amq_store32(buf + FILTER_OFF_KEYTYPE, st->index->rd_opcintype[att]);
+		amq_store32(buf + AMQ_OFF_KEYTYPE, st->index->rd_opcintype[att]);
 		if (sum_ok)
-			amq_store64(buf + FILTER_OFF_CHECKSUM,
+			amq_store64(buf + AMQ_OFF_CHECKSUM,
 						amq_checksum(buf, buf + AMQ_HEADER_SIZE, len - AMQ_HEADER_SIZE));
 		status = amq_parse(buf, len, f);
 		f->key_type = 0;
@@ -583,7 +639,7 @@ check_filter(AmqIdxCheckState *st, uint32 range, BlockNumber from, int att,
 				  what, a.off);
 	if (amq_load32(hdr) != AMQ_MAGIC)
 		corrupted(st, a.blk, range, "%s at offset %u has no filter magic number", what, a.off);
-	payload_len = amq_load64(hdr + FILTER_OFF_PAYLEN);
+	payload_len = amq_load64(hdr + AMQ_OFF_PAYLEN);
 	if (payload_len > AMQ_MAX_PAYLOAD)
 		corrupted(st, a.blk, range,
 				  "%s at offset %u claims a payload of %llu bytes, more than a filter holds",
@@ -723,10 +779,12 @@ check_range(AmqIdxCheckState *st, uint32 range)
 			corrupted(st, a.blk, range,
 					  "column %d of the range record at offset %u has %u segments, more than %d",
 					  i + 1, a.off, cols[i].nsegs, AMQIDX_MAX_SEGS);
-		if (cols[i].unused != 0)
+		if ((hdr.flags & AMQIDX_RANGE_RESEALING) ? cols[i].reseal_from > cols[i].nsegs :
+			cols[i].reseal_from != 0)
 			corrupted(st, a.blk, range,
-					  "column %d of the range record at offset %u has a reserved field of 0x%04X, not zero",
-					  i + 1, a.off, cols[i].unused);
+					  "column %d of the range record at offset %u has a reseal mark of %u, for %u segments%s",
+					  i + 1, a.off, cols[i].reseal_from, cols[i].nsegs,
+					  (hdr.flags & AMQIDX_RANGE_RESEALING) ? "" : ", but no reseal is running");
 		size += cols[i].nsegs * sizeof(AmqIdxSeg);
 	}
 	check_blob(st, range, a.blk, a, size, "the range record");
@@ -758,10 +816,29 @@ blob_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* No two blobs in use overlap: each byte of the stream has one owner. */
+/*
+ * No two blobs in use overlap, each byte of the stream has one owner, and
+ * none lies in free space: the free runs and the rest of the stream's run.
+ */
 static void
 check_overlaps(AmqIdxCheckState *st)
 {
+	for (uint32 i = 0; i < st->fs.nruns; i++)
+	{
+		AmqIdxAddr	a = {st->fs.runs[i].start, 0};
+
+		add_blob(st, FREE_SPACE, a, (uint64) st->fs.runs[i].npages * AMQIDX_CONTENT);
+	}
+	if (st->fs.run_end != 0 && st->stream_end.off < AMQIDX_CONTENT)
+		add_blob(st, FREE_SPACE, st->stream_end,
+				 (uint64) st->fs.run_end * AMQIDX_CONTENT - stream_pos(st->stream_end));
+	else if (st->fs.run_end != 0 && st->stream_end.blk + 1 < st->fs.run_end)
+	{
+		AmqIdxAddr	a = {st->stream_end.blk + 1, 0};
+
+		add_blob(st, FREE_SPACE, a,
+				 (uint64) (st->fs.run_end - a.blk) * AMQIDX_CONTENT);
+	}
 	if (st->nblobs < 2)
 		return;
 	qsort(st->blobs, st->nblobs, sizeof(AmqIdxBlobRef), blob_cmp);
@@ -771,45 +848,102 @@ check_overlaps(AmqIdxCheckState *st)
 		const AmqIdxBlobRef *cur = &st->blobs[i];
 
 		CHECK_FOR_INTERRUPTS();
-		if (cur->start < prev->start + prev->len)
-			corrupted(st, cur->addr.blk, cur->range,
-					  "a blob at offset %u overlaps one of range %u at block %u, offset %u (%llu bytes)",
-					  cur->addr.off, prev->range, prev->addr.blk, prev->addr.off,
-					  (unsigned long long) prev->len);
+		if (cur->start >= prev->start + prev->len)
+			continue;
+		if (prev->range == FREE_SPACE || cur->range == FREE_SPACE)
+		{
+			const AmqIdxBlobRef *blob = (cur->range == FREE_SPACE) ? prev : cur;
+			const AmqIdxBlobRef *space = (cur->range == FREE_SPACE) ? cur : prev;
+
+			if (blob->range == FREE_SPACE)
+				corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
+						  "the free space at block %u overlaps the free space at block %u",
+						  cur->addr.blk, prev->addr.blk);
+			corrupted(st, blob->addr.blk, blob->range,
+					  "a blob at offset %u (%llu bytes) lies in the free space from block %u, offset %u",
+					  blob->addr.off, (unsigned long long) blob->len,
+					  space->addr.blk, space->addr.off);
+		}
+		corrupted(st, cur->addr.blk, cur->range,
+				  "a blob at offset %u overlaps one of range %u at block %u, offset %u (%llu bytes)",
+				  cur->addr.off, prev->range, prev->addr.blk, prev->addr.off,
+				  (unsigned long long) prev->len);
 	}
 }
 
 /* ---- heapallindexed ---- */
 
-/* The filters of the range, for the rows of its pages. */
+/*
+ * Copies of the range's filters, for the rows of its pages: read under the
+ * share lock of its directory page, so that the record read is the one in
+ * use and its pages are not freed meanwhile.
+ */
 static void
 load_range(AmqIdxCheckState *st, uint32 range)
 {
 	MemoryContext old;
 	AmqIdxRange rg;
+	Buffer		dirbuf;
+	BlockNumber dirblk;
+	AmqIdxAddr	entry;
 
 	MemoryContextReset(st->rangecxt);
 	st->have_range = true;
 	st->cur_range = range;
 	st->cur_blk = InvalidBlockNumber;
 	memset(st->nfilters, 0, sizeof(st->nfilters));
-	if (range >= st->nranges || st->dir[range].blk == InvalidBlockNumber)
+	if (range >= st->nranges)
 		return;
 
 	old = MemoryContextSwitchTo(st->rangecxt);
-	st->cur_blk = st->dir[range].blk;
-	AmqIdxReadRange(&st->reader, st->dir[range], &rg);
-	for (int i = 0; i < st->natts; i++)
+	dirblk = st->dirpages[range / AMQIDX_DIR_PER_PAGE];
+	dirbuf = read_locked(st, dirblk);
+	if (check_page(st, BufferGetPage(dirbuf), dirblk) != AMQIDX_PAGE_DIR)
+		corrupted(st, dirblk, range, "the directory page is no longer one");
+	entry = AmqIdxPageGetDir(BufferGetPage(dirbuf))[range % AMQIDX_DIR_PER_PAGE];
+	if (entry.blk != InvalidBlockNumber)
 	{
-		st->filters[i] = palloc(sizeof(AmqIdxFilter) * (1 + rg.nsegs[i]));
-		if (rg.sealed[i].addr.blk != InvalidBlockNumber)
-			AmqIdxSealedFilter(&st->reader, &rg, i, &st->filters[i][st->nfilters[i]++]);
-		for (int s = 0; s < rg.nsegs[i]; s++)
-			AmqIdxReadFilter(&st->reader, rg.segs[i][s].addr,
-							 &st->filters[i][st->nfilters[i]++]);
+		st->cur_blk = entry.blk;
+		AmqIdxReadRange(&st->reader, entry, &rg);
+		for (int i = 0; i < st->natts; i++)
+		{
+			st->filters[i] = palloc(sizeof(AmqIdxFilter) * (1 + rg.nsegs[i]));
+			st->payloads[i] = palloc(sizeof(uint8 *) * (1 + rg.nsegs[i]));
+			if (rg.sealed[i].addr.blk != InvalidBlockNumber)
+				AmqIdxSealedFilter(&st->reader, &rg, i, &st->filters[i][st->nfilters[i]++]);
+			for (int s = 0; s < rg.nsegs[i]; s++)
+				AmqIdxReadFilter(&st->reader, rg.segs[i][s].addr,
+								 &st->filters[i][st->nfilters[i]++]);
+			for (int f = 0; f < st->nfilters[i]; f++)
+			{
+				AmqIdxFilter *flt = &st->filters[i][f];
+				uint64		len = flt->f.payload_len;
+
+				st->payloads[i][f] = palloc_extended(Max(len, 1), MCXT_ALLOC_HUGE);
+				if (len > 0)
+					memcpy(st->payloads[i][f],
+						   AmqIdxRead(&st->reader, flt->payload, 0, (uint32) len), len);
+			}
+		}
+		AmqIdxReaderUnlock(&st->reader);
 	}
-	AmqIdxReaderUnlock(&st->reader);
+	UnlockReleaseBuffer(dirbuf);
 	MemoryContextSwitchTo(old);
+}
+
+/* Does the copy of a filter answer true for the hash? */
+static bool
+copy_contains(const AmqIdxFilter *flt, const uint8 *payload, uint64 hash)
+{
+	uint64		off;
+	uint32		len;
+
+	if (flt->f.nkeys == 0)
+		return false;
+	flt->ops->probe_span(&flt->f, hash, &off, &len);
+	if (off + len > flt->f.payload_len)
+		return false;
+	return flt->ops->contains_span(&flt->f, hash, payload + off);
 }
 
 /* Each row the snapshot sees: every key in some filter of its range. */
@@ -848,8 +982,7 @@ heap_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			continue;
 		hash = AmqIdxHash(&st->hashers[i], values[i]);
 		for (int f = 0; f < st->nfilters[i] && !found; f++)
-			found = AmqIdxFilterContains(&st->reader, &st->filters[i][f], hash);
-		AmqIdxReaderUnlock(&st->reader);
+			found = copy_contains(&st->filters[i][f], st->payloads[i][f], hash);
 		if (!found)
 			corrupted(st, st->cur_blk, range,
 					  "the key of heap tuple (%u,%u) in column %d is in none of the range's %d filters",
@@ -932,6 +1065,7 @@ check_index(Relation index, Relation heap, bool heapallindexed)
 					 errhint("Run the check in a new transaction.")));
 	}
 
+	AmqIdxLockSpace(index, ShareLock);
 	copy_directory(st);
 	check_pages(st);
 	for (uint32 range = 0; range < st->ndirpages * AMQIDX_DIR_PER_PAGE; range++)
@@ -944,6 +1078,7 @@ check_index(Relation index, Relation heap, bool heapallindexed)
 	}
 	AmqIdxReaderRelease(&st->reader);
 	check_overlaps(st);
+	AmqIdxUnlockSpace(index, ShareLock);
 	if (st->sealed_ranges < st->live_sealed || st->sealed_keys < st->live_sealed_keys)
 		corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
 				  "the metapage counts %llu sealed filters of %llu keys, fewer than the records hold (%llu of %llu keys)",
@@ -952,9 +1087,10 @@ check_index(Relation index, Relation heap, bool heapallindexed)
 				  (unsigned long long) st->live_sealed,
 				  (unsigned long long) st->live_sealed_keys);
 	ereport(DEBUG1,
-			(errmsg_internal("amq index \"%s\": %u blocks, %u ranges, %llu blobs in use verified",
+			(errmsg_internal("amq index \"%s\": %u blocks, %u ranges, %llu blobs of %llu bytes in use verified",
 							 RelationGetRelationName(index), st->nblocks, st->nranges,
-							 (unsigned long long) st->nblobs)));
+							 (unsigned long long) st->live_blobs,
+							 (unsigned long long) st->live_bytes)));
 
 	if (heapallindexed)
 	{

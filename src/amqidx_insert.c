@@ -9,8 +9,9 @@
  * segment in place, under the directory page's share lock.  When the range
  * has no segment with room (or no record, or lies past the directory), the
  * metapage and the directory page are locked exclusively, an empty
- * segment and a new range record are appended, and the entry is switched
- * to it; then the key goes in as before.
+ * segment and a new range record are appended (into free space when the
+ * index has some), and the entry is switched to it; then the key goes in
+ * as before.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,9 +24,6 @@
 #include "amqfilter.h"
 #include "amqidx.h"
 #include "kind_blocked.h"
-
-/* offset of the key count in a filter header (core.h) */
-#define OFF_NKEYS	24
 
 /* segment sizes: the first of a sealed range's overflow, then doubling */
 #define AMQIDX_OVERFLOW_FIRST	64
@@ -124,7 +122,7 @@ add_in_place(Relation index, AmqIdxSeg seg, uint64 hash)
 	amq_blocked_insert((uint8 *) AmqIdxPageContent(bpage) + block.off,
 					   (uint32) amq_seeded(&f, hash));
 	if (hpage != NULL)
-		amq_store64((uint8 *) AmqIdxPageContent(hpage) + seg.addr.off + OFF_NKEYS,
+		amq_store64((uint8 *) AmqIdxPageContent(hpage) + seg.addr.off + AMQ_OFF_NKEYS,
 					nkeys);
 	GenericXLogFinish(state);
 
@@ -154,11 +152,14 @@ needs_key(AmqIdxReader *r, const AmqIdxRange *rg, int att, uint64 hash,
 	}
 
 	/*
-	 * During a reseal only the segments from its marker on survive (see
-	 * amqidx_vacuum.c): of the filters, only the newest segment, one of
-	 * them, may say the key is already there.
+	 * During a reseal only the segments from its mark on survive (see
+	 * amqidx_vacuum.c): of the filters, only the newest segment, if it is
+	 * one of them, may say the key is already there; if none is, the key
+	 * needs one.
 	 */
-	for (int s = resealing ? Max(rg->nsegs[att] - 1, 0) : 0; s < rg->nsegs[att]; s++)
+	if (resealing && rg->nsegs[att] <= rg->reseal_from[att])
+		return true;
+	for (int s = resealing ? rg->nsegs[att] - 1 : 0; s < rg->nsegs[att]; s++)
 	{
 		AmqIdxReadFilter(r, rg->segs[att][s].addr, &f);
 		if (AmqIdxFilterContains(r, &f, hash))
@@ -254,6 +255,7 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 	bool		changed = false;
 	double		fpr;
 
+	AmqIdxLockSpace(index, ExclusiveLock);
 	metabuf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	metapage = BufferGetPage(metabuf);
@@ -303,7 +305,7 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 	}
 
 	fpr = AmqIdxEffectiveFpr(meta->fpr_option, Max(meta->nranges, range + 1));
-	AmqIdxWriterInit(&w, index, true, meta->stream_end, MAIN_FORKNUM);
+	AmqIdxWriterInit(&w, index, true, metapage, MAIN_FORKNUM);
 	for (int i = 0; i < natts; i++)
 	{
 		bool		room;
@@ -319,7 +321,9 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 				cap = Max(meta->sealed_keys / meta->sealed_ranges, AMQIDX_OVERFLOW_FIRST);
 			else
 				cap = (uint64) ppr * 64;
-			cap <<= Min(rg.nsegs[i], 16);
+			/* a reseal keeps only its own segments: they start small */
+			cap <<= Min(rg.nsegs[i] - ((rg.flags & AMQIDX_RANGE_RESEALING) ?
+									   rg.reseal_from[i] : 0), 16);
 			cap = Min(cap, (uint64) PG_INT32_MAX);
 
 			/* the writer locks the stream's tail page */
@@ -339,6 +343,7 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 
 	UnlockReleaseBuffer(dirbuf);
 	UnlockReleaseBuffer(metabuf);
+	AmqIdxUnlockSpace(index, ExclusiveLock);
 }
 
 /* aminsert: add a new heap tuple's keys to its range's dynamic segments. */

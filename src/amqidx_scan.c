@@ -5,9 +5,9 @@
  *
  * Each scan key (col = value, or col = ANY(array)) is hashed once, at
  * rescan, with the hash of its own type: the key families make an int8
- * value hash as the same number in an int4 column.  amgetbitmap then
- * copies the directory and, range by range, reads the range record and
- * probes the filters of the keys' columns.  A range matches when every
+ * value hash as the same number in an int4 column.  amgetbitmap then,
+ * range by range under its directory page's share lock, reads the range
+ * record and probes the filters of the keys' columns.  A range matches when every
  * scan key has a value that some filter of its column may contain; all
  * its heap pages go into the bitmap, lossy, and the heap scan rechecks.
  *
@@ -165,7 +165,6 @@ amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	uint32		nranges;
 	uint32		ndirpages;
 	BlockNumber *dirpages;
-	AmqIdxAddr *dir;
 	BlockNumber heap_nblocks;
 	AmqIdxReader rrec;			/* records: many to a page */
 	AmqIdxReader r;				/* filters */
@@ -175,7 +174,6 @@ amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	if (so->impossible)
 		return 0;
 
-	/* the directory, copied under short share locks */
 	buf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	meta = AmqIdxCheckMetaPage(index, BufferGetPage(buf));
@@ -186,20 +184,6 @@ amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	memcpy(dirpages, meta->dirpages, sizeof(BlockNumber) * ndirpages);
 	UnlockReleaseBuffer(buf);
 
-	dir = palloc_extended(sizeof(AmqIdxAddr) * Max(nranges, 1), MCXT_ALLOC_HUGE);
-	for (uint32 p = 0; p * AMQIDX_DIR_PER_PAGE < nranges; p++)
-	{
-		uint32		n = Min(nranges - p * (uint32) AMQIDX_DIR_PER_PAGE,
-							(uint32) AMQIDX_DIR_PER_PAGE);
-
-		buf = ReadBuffer(index, dirpages[p]);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		AmqIdxCheckPage(index, BufferGetPage(buf), dirpages[p], AMQIDX_PAGE_DIR);
-		memcpy(dir + p * AMQIDX_DIR_PER_PAGE, AmqIdxPageGetDir(BufferGetPage(buf)),
-			   sizeof(AmqIdxAddr) * n);
-		UnlockReleaseBuffer(buf);
-	}
-
 	/* a bitmap scan has no heap relation of its own */
 	{
 		Relation	heap = table_open(IndexGetRelation(RelationGetRelid(index), false),
@@ -208,39 +192,60 @@ amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		heap_nblocks = RelationGetNumberOfBlocks(heap);
 		table_close(heap, AccessShareLock);
 	}
+
+	/*
+	 * Each range under its directory page's share lock: its record and
+	 * filters stay in use (and their pages unfreed) while they are read.
+	 */
 	AmqIdxReaderInit(&rrec, index);
 	AmqIdxReaderInit(&r, index);
-	for (uint32 range = 0; range < nranges; range++)
+	for (uint32 p = 0; p * AMQIDX_DIR_PER_PAGE < nranges; p++)
 	{
-		AmqIdxRange rg;
-		bool		match = true;
-		BlockNumber start = range * ppr;
+		uint32		first = p * (uint32) AMQIDX_DIR_PER_PAGE;
+		uint32		end = Min(nranges, first + (uint32) AMQIDX_DIR_PER_PAGE);
 
-		CHECK_FOR_INTERRUPTS();
-		if (dir[range].blk == InvalidBlockNumber || start >= heap_nblocks)
-			continue;
-
-		old = MemoryContextSwitchTo(so->rangecxt);
-		AmqIdxReadRange(&rrec, dir[range], &rg);
-		AmqIdxReaderUnlock(&rrec);
-		for (int k = 0; k < so->nkeys && match; k++)
-			match = key_matches(&r, &rg, &so->keys[k]);
-		AmqIdxReaderUnlock(&r);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(so->rangecxt);
-
-		if (match)
+		buf = ReadBuffer(index, dirpages[p]);
+		for (uint32 range = first; range < end; range++)
 		{
-			BlockNumber end = Min(start + ppr, heap_nblocks);
+			AmqIdxRange rg;
+			AmqIdxAddr	entry;
+			bool		match = true;
+			BlockNumber start = range * ppr;
 
-			for (BlockNumber blk = start; blk < end; blk++)
-				tbm_add_page(tbm, blk);
-			npages += end - start;
+			CHECK_FOR_INTERRUPTS();
+			if (start >= heap_nblocks)
+				break;
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			AmqIdxCheckPage(index, BufferGetPage(buf), dirpages[p], AMQIDX_PAGE_DIR);
+			entry = AmqIdxPageGetDir(BufferGetPage(buf))[range - first];
+			if (entry.blk == InvalidBlockNumber)
+			{
+				LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+				continue;
+			}
+			old = MemoryContextSwitchTo(so->rangecxt);
+			AmqIdxReadRange(&rrec, entry, &rg);
+			AmqIdxReaderUnlock(&rrec);
+			for (int k = 0; k < so->nkeys && match; k++)
+				match = key_matches(&r, &rg, &so->keys[k]);
+			AmqIdxReaderUnlock(&r);
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(so->rangecxt);
+
+			if (match)
+			{
+				BlockNumber stop = Min(start + ppr, heap_nblocks);
+
+				for (BlockNumber blk = start; blk < stop; blk++)
+					tbm_add_page(tbm, blk);
+				npages += stop - start;
+			}
 		}
+		ReleaseBuffer(buf);
 	}
 	AmqIdxReaderRelease(&rrec);
 	AmqIdxReaderRelease(&r);
-	pfree(dir);
 	pfree(dirpages);
 
 	/* as BRIN: a guess of the rows, for EXPLAIN ANALYZE's counts */

@@ -293,6 +293,8 @@ AmqIdxReadRange(AmqIdxReader *r, AmqIdxAddr a, AmqIdxRange *rg)
 		rg->sealed[i] = cols[i].sealed;
 		memcpy(rg->sealed_header[i], cols[i].sealed_header, AMQ_HEADER_SIZE);
 		rg->nsegs[i] = cols[i].nsegs;
+		rg->reseal_from[i] = (hdr.flags & AMQIDX_RANGE_RESEALING) ?
+			Min(cols[i].reseal_from, cols[i].nsegs) : 0;
 		rg->segs[i] = palloc(sizeof(AmqIdxSeg) * Max(cols[i].nsegs, 1));
 		if (cols[i].nsegs > 0)
 			memcpy(rg->segs[i],
@@ -356,15 +358,204 @@ AmqIdxFilterContains(AmqIdxReader *r, const AmqIdxFilter *f, uint64 hash)
 
 /* ---- writing ---- */
 
-/* Set up a writer appending to the byte stream from end. */
+/*
+ * Set up a writer appending to the byte stream where the metapage says it
+ * ends, with the metapage's free space (metapage NULL: an empty index).
+ */
 void
-AmqIdxWriterInit(AmqIdxWriter *w, Relation index, bool wal, AmqIdxAddr end,
+AmqIdxWriterInit(AmqIdxWriter *w, Relation index, bool wal, Page metapage,
 				 ForkNumber fork)
 {
 	w->index = index;
 	w->wal = wal;
-	w->end = end;
 	w->fork = fork;
+	w->nfreed = 0;
+	w->maxfreed = 0;
+	w->freed = NULL;
+	if (metapage != NULL)
+	{
+		w->end = AmqIdxPageGetMeta(metapage)->stream_end;
+		memcpy(&w->fs, AmqIdxPageGetFreeSpace(metapage), sizeof(w->fs));
+	}
+	else
+	{
+		w->end.blk = InvalidBlockNumber;
+		w->end.off = 0;
+		memset(&w->fs, 0, sizeof(w->fs));
+	}
+}
+
+/* Free page blk when the writer's record is switched in (and not before). */
+void
+AmqIdxFreeLater(AmqIdxWriter *w, BlockNumber blk)
+{
+	if (w->nfreed == w->maxfreed)
+	{
+		w->maxfreed = Max(w->maxfreed * 2, 64);
+		w->freed = w->freed ? repalloc(w->freed, sizeof(BlockNumber) * w->maxfreed) :
+			palloc(sizeof(BlockNumber) * w->maxfreed);
+	}
+	w->freed[w->nfreed++] = blk;
+}
+
+/* Remove run i of the list; unused slots stay zero. */
+static void
+free_space_remove(AmqIdxFreeSpace *fs, uint32 i)
+{
+	memmove(&fs->runs[i], &fs->runs[i + 1], sizeof(AmqIdxFreeRun) * (fs->nruns - i - 1));
+	fs->nruns--;
+	fs->runs[fs->nruns].start = 0;
+	fs->runs[fs->nruns].npages = 0;
+}
+
+/*
+ * Add a run of free pages to the list, merged with its neighbours.  When
+ * the list is full the smallest run is forgotten: its pages stay unused
+ * until VACUUM's next sweep finds them.
+ */
+void
+AmqIdxFreeSpaceAdd(AmqIdxFreeSpace *fs, BlockNumber start, uint32 npages)
+{
+	uint32		i = 0;
+	uint32		smallest = 0;
+
+	if (npages == 0 || fs->nruns > AMQIDX_MAX_FREE_RUNS)
+		return;
+	while (i < fs->nruns && fs->runs[i].start < start)
+		i++;
+	/* after the run before, before the run after: join them */
+	if (i > 0 && fs->runs[i - 1].start + fs->runs[i - 1].npages == start)
+	{
+		fs->runs[i - 1].npages += npages;
+		if (i < fs->nruns && start + npages == fs->runs[i].start)
+		{
+			fs->runs[i - 1].npages += fs->runs[i].npages;
+			free_space_remove(fs, i);
+		}
+		return;
+	}
+	if (i < fs->nruns && start + npages == fs->runs[i].start)
+	{
+		fs->runs[i].start = start;
+		fs->runs[i].npages += npages;
+		return;
+	}
+	if (fs->nruns == AMQIDX_MAX_FREE_RUNS)
+	{
+		for (uint32 j = 1; j < fs->nruns; j++)
+			if (fs->runs[j].npages < fs->runs[smallest].npages)
+				smallest = j;
+		if (fs->runs[smallest].npages >= npages)
+			return;
+		free_space_remove(fs, smallest);
+		if (smallest < i)
+			i--;
+	}
+	memmove(&fs->runs[i + 1], &fs->runs[i], sizeof(AmqIdxFreeRun) * (fs->nruns - i));
+	fs->runs[i].start = start;
+	fs->runs[i].npages = npages;
+	fs->nruns++;
+}
+
+/* Where a blob starts on a fresh page. */
+static inline uint32
+fresh_offset(bool block_aligned)
+{
+	return block_aligned ? (uint32) ((32 - AMQ_HEADER_SIZE % 32) % 32) : 0;
+}
+
+/* The pages a blob of len bytes needs from a fresh page. */
+static uint32
+fresh_pages(Size len, bool block_aligned)
+{
+	return (uint32) ((fresh_offset(block_aligned) + len + AMQIDX_CONTENT - 1) /
+					 AMQIDX_CONTENT);
+}
+
+/* Does a free run hold npages? */
+static bool
+free_run_fits(const AmqIdxFreeSpace *fs, uint32 npages)
+{
+	for (uint32 i = 0; i < fs->nruns; i++)
+		if (fs->runs[i].npages >= npages)
+			return true;
+	return false;
+}
+
+/*
+ * Free a page: the stream's run grows by it when it is the page after the
+ * run (and by the list's run after that), else it goes to the list.
+ */
+static void
+free_page(AmqIdxFreeSpace *fs, BlockNumber blk)
+{
+	if (fs->run_end == 0 || blk != fs->run_end)
+	{
+		AmqIdxFreeSpaceAdd(fs, blk, 1);
+		return;
+	}
+	fs->run_end++;
+	for (uint32 i = 0; i < fs->nruns; i++)
+		if (fs->runs[i].start == fs->run_end)
+		{
+			fs->run_end += fs->runs[i].npages;
+			free_space_remove(fs, i);
+			break;
+		}
+}
+
+/*
+ * Where a blob that needs npages whole pages from a fresh page starts: the
+ * first free run that holds it, which becomes the stream's run, else the
+ * index's end.  Filling the lowest free pages first leaves the free space
+ * at the end of the index, where VACUUM can truncate it.  The rest of the run the stream was in goes back to the
+ * list.
+ */
+static BlockNumber
+fresh_start(AmqIdxWriter *w, uint32 npages)
+{
+	AmqIdxFreeSpace *fs = &w->fs;
+	int			best = -1;			/* the first that fits */
+	BlockNumber start;
+
+	if (fs->run_end != 0)
+	{
+		BlockNumber next = (w->end.blk == InvalidBlockNumber) ? InvalidBlockNumber :
+			w->end.blk + 1;
+
+		if (next != InvalidBlockNumber && next < fs->run_end)
+			AmqIdxFreeSpaceAdd(fs, next, fs->run_end - next);
+		fs->run_end = 0;
+	}
+	for (uint32 i = 0; i < fs->nruns && best < 0; i++)
+		if (fs->runs[i].npages >= npages)
+			best = (int) i;
+	if (best < 0)
+		return InvalidBlockNumber;
+	start = fs->runs[best].start;
+	fs->run_end = start + fs->runs[best].npages;
+	free_space_remove(fs, (uint32) best);
+	return start;
+}
+
+/* The heavyweight lock that amq_index_check() shares and writers exclude. */
+void
+AmqIdxLockSpace(Relation index, LOCKMODE mode)
+{
+	LockPage(index, AMQIDX_METAPAGE_BLKNO, mode);
+}
+
+void
+AmqIdxUnlockSpace(Relation index, LOCKMODE mode)
+{
+	UnlockPage(index, AMQIDX_METAPAGE_BLKNO, mode);
+}
+
+/* The bytes of the filter blob whose header this is (header and payload). */
+uint64
+AmqIdxFilterBlobLen(const uint8 *header)
+{
+	return AMQ_HEADER_SIZE + amq_load64(header + AMQ_OFF_PAYLEN);
 }
 
 /* Copy n bytes into a page of the stream, logged or not. */
@@ -397,13 +588,32 @@ write_page(AmqIdxWriter *w, Buffer buf, bool is_new, uint32 off,
 }
 
 /*
+ * An exclusively locked free page of the stream's run, to be written anew:
+ * a data page whose blobs are no longer used, or a page an aborted
+ * extension left new.
+ */
+static Buffer
+reuse_buffer(AmqIdxWriter *w, BlockNumber blk)
+{
+	Buffer		buf = ReadBufferExtended(w->index, w->fork, blk, RBM_NORMAL, NULL);
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	page = BufferGetPage(buf);
+	if (!PageIsNew(page))
+		AmqIdxCheckPage(w->index, page, blk, AMQIDX_PAGE_DATA);
+	return buf;
+}
+
+/*
  * Append a blob at the stream's end and return its address.  A blob
- * continues on the next block, so it only goes on past the current last
- * page if that page is the fork's last block; otherwise it starts on a new
- * one.  A block-aligned blob is a filter whose header stays in one page
- * and whose payload starts at a multiple of 32 bytes, so a split block
- * Bloom filter's 32-byte blocks never straddle two pages (inserts set them
- * in place).
+ * continues on the next block, so it only goes on past the current page
+ * if the pages it needs are the rest of the stream's free run or, at the
+ * index's end, new ones when no free run holds it; otherwise it starts on
+ * a fresh page: of the first free run that holds it, else a new one.  A block-aligned blob
+ * is a filter whose header stays in one page and whose payload starts at a
+ * multiple of 32 bytes, so a split block Bloom filter's 32-byte blocks
+ * never straddle two pages (inserts set them in place).
  */
 AmqIdxAddr
 AmqIdxAppend(AmqIdxWriter *w, const uint8 *data, Size len, bool block_aligned)
@@ -412,7 +622,9 @@ AmqIdxAppend(AmqIdxWriter *w, const uint8 *data, Size len, bool block_aligned)
 	BlockNumber nblocks = RelationGetNumberOfBlocksInFork(w->index, w->fork);
 	Size		done = 0;
 	bool		fresh;
+	bool		extend;
 
+	Assert(len > 0);
 	if (start.blk != InvalidBlockNumber && block_aligned)
 	{
 		/* (off + header) % 32 == 0, header in the page */
@@ -422,17 +634,27 @@ AmqIdxAppend(AmqIdxWriter *w, const uint8 *data, Size len, bool block_aligned)
 		if (start.off + AMQ_HEADER_SIZE > AMQIDX_CONTENT)
 			start.blk = InvalidBlockNumber;
 	}
-	/* a blob that cannot continue past this page starts on a new one */
-	if (start.blk != InvalidBlockNumber &&
-		(start.off >= AMQIDX_CONTENT ||
-		 (start.off + len > AMQIDX_CONTENT && start.blk + 1 != nblocks)))
-		start.blk = InvalidBlockNumber;
+	/* may the blob go on from here? */
+	if (start.blk != InvalidBlockNumber)
+	{
+		if (start.off >= AMQIDX_CONTENT)
+			start.blk = InvalidBlockNumber;
+		else if (start.off + len > AMQIDX_CONTENT &&
+				 (w->fs.run_end != 0 ?
+				  AmqIdxAddrAdd(start, len - 1).blk >= w->fs.run_end :
+				  (start.blk + 1 != nblocks ||
+				   free_run_fits(&w->fs, fresh_pages(len, block_aligned)))))
+			start.blk = InvalidBlockNumber;
+	}
 
 	fresh = (start.blk == InvalidBlockNumber);
-	if (fresh && block_aligned)
-		start.off = (uint32) ((32 - AMQ_HEADER_SIZE % 32) % 32);
-	else if (fresh)
-		start.off = 0;
+	if (fresh)
+	{
+		start.off = fresh_offset(block_aligned);
+		start.blk = fresh_start(w, fresh_pages(len, block_aligned));
+	}
+	/* pages past the first are new ones at the end, or pages of the run */
+	extend = (w->fs.run_end == 0);
 
 	{
 		AmqIdxAddr	p = start;
@@ -443,7 +665,7 @@ AmqIdxAppend(AmqIdxWriter *w, const uint8 *data, Size len, bool block_aligned)
 			Buffer		buf;
 			uint32		n = (uint32) Min(len - done, (Size) (AMQIDX_CONTENT - p.off));
 
-			if (is_new)
+			if (is_new && extend)
 			{
 				BlockNumber blk = AmqIdxNewBuffer(w->index, w->fork, &buf);
 
@@ -455,6 +677,11 @@ AmqIdxAppend(AmqIdxWriter *w, const uint8 *data, Size len, bool block_aligned)
 				else if (blk != p.blk)
 					elog(ERROR, "amq index \"%s\" was extended concurrently",
 						 RelationGetRelationName(w->index));
+			}
+			else if (is_new)
+			{
+				Assert(p.blk < w->fs.run_end);
+				buf = reuse_buffer(w, p.blk);
 			}
 			else
 			{
@@ -475,7 +702,7 @@ AmqIdxAppend(AmqIdxWriter *w, const uint8 *data, Size len, bool block_aligned)
 				p.off += n;
 		}
 		w->end = p;
-		/* the next blob may only continue this page if it is the last one */
+		/* the next blob may only continue this page if it is not full */
 		if (p.off == 0)
 			w->end.blk = p.blk - 1, w->end.off = AMQIDX_CONTENT;
 	}
@@ -523,8 +750,9 @@ AmqIdxAppendSegment(AmqIdxWriter *w, AmqIdxRange *rg, int att, uint32 capacity,
 
 /*
  * Append the record and, in one WAL record, point the range's directory
- * entry at it and move the metapage's stream end (and its count of
- * ranges and of sealed keys).  The caller holds both pages exclusively.
+ * entry at it and move the metapage's stream end and free space (with the
+ * pages freed by AmqIdxFreeLater, and its count of ranges and of sealed
+ * keys).  The caller holds both pages exclusively.
  */
 void
 AmqIdxSwitchRecord(Relation index, Buffer metabuf, Buffer dirbuf,
@@ -532,11 +760,20 @@ AmqIdxSwitchRecord(Relation index, Buffer metabuf, Buffer dirbuf,
 				   uint64 sealed_keys, uint64 sealed_ranges)
 {
 	AmqIdxAddr	rec = AmqIdxAppendRange(w, rg);
-	GenericXLogState *state = GenericXLogStart(index);
+	GenericXLogState *state;
+	Page		metapage;
 	AmqIdxMetaPage m;
 
+	/* pages the old record's blobs leave free: from this WAL record on */
+	for (int i = 0; i < w->nfreed; i++)
+		free_page(&w->fs, w->freed[i]);
+	w->nfreed = 0;
+
+	state = GenericXLogStart(index);
 	AmqIdxPageGetDir(GenericXLogRegisterBuffer(state, dirbuf, 0))[rg->range % AMQIDX_DIR_PER_PAGE] = rec;
-	m = AmqIdxPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	metapage = GenericXLogRegisterBuffer(state, metabuf, 0);
+	m = AmqIdxPageGetMeta(metapage);
+	memcpy(AmqIdxPageGetFreeSpace(metapage), &w->fs, sizeof(w->fs));
 	m->stream_end = w->end;
 	m->nranges = Max(m->nranges, rg->range + 1);
 	m->sealed_keys += sealed_keys;
@@ -577,6 +814,8 @@ AmqIdxRangeSerialize(const AmqIdxRange *rg, uint8 *out)
 		memset(&col, 0, sizeof(col));
 		col.sealed = rg->sealed[i];
 		col.nsegs = (uint16) rg->nsegs[i];
+		if (rg->flags & AMQIDX_RANGE_RESEALING)
+			col.reseal_from = (uint16) rg->reseal_from[i];
 		if (rg->sealed[i].addr.blk != InvalidBlockNumber)
 			memcpy(col.sealed_header, rg->sealed_header[i], AMQ_HEADER_SIZE);
 		memcpy(out + pos, &col, sizeof(col));
@@ -602,6 +841,46 @@ AmqIdxAppendRange(AmqIdxWriter *w, const AmqIdxRange *rg)
 	a = AmqIdxAppend(w, buf, size, false);
 	pfree(buf);
 	return a;
+}
+
+/*
+ * Rewrite, in place, the header and column entries of the range record at
+ * a (its flags and where a reseal starts; its size and segment lists stay
+ * as they are).  The caller holds the range's directory page exclusively,
+ * which keeps every reader of the record away.
+ */
+void
+AmqIdxRewriteRangeHeader(Relation index, AmqIdxAddr a, const AmqIdxRange *rg)
+{
+	Size		len = sizeof(AmqIdxRangeDisk) + rg->natts * sizeof(AmqIdxColumnDisk);
+	uint8	   *buf = palloc(AmqIdxRangeSize(rg));
+	GenericXLogState *state;
+	Buffer		bufs[2];
+	int			nbufs = 0;
+	Size		done = 0;
+
+	AmqIdxRangeSerialize(rg, buf);
+	state = GenericXLogStart(index);
+	while (done < len)
+	{
+		AmqIdxAddr	p = AmqIdxAddrAdd(a, done);
+		uint32		n = (uint32) Min(len - done, (Size) (AMQIDX_CONTENT - p.off));
+		Page		page;
+
+		if (nbufs == lengthof(bufs))
+			elog(ERROR, "amq index range record header spans more than two pages");
+		bufs[nbufs] = ReadBuffer(index, p.blk);
+		LockBuffer(bufs[nbufs], BUFFER_LOCK_EXCLUSIVE);
+		AmqIdxCheckPage(index, BufferGetPage(bufs[nbufs]), p.blk, AMQIDX_PAGE_DATA);
+		page = GenericXLogRegisterBuffer(state, bufs[nbufs], 0);
+		nbufs++;
+		memcpy(AmqIdxPageContent(page) + p.off, buf + done, n);
+		done += n;
+	}
+	GenericXLogFinish(state);
+	for (int i = 0; i < nbufs; i++)
+		UnlockReleaseBuffer(bufs[i]);
+	pfree(buf);
 }
 
 /* Record a sealed filter written at a in the range. */

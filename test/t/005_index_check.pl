@@ -240,7 +240,20 @@ damage("a segment's payload length",
 		my $len = u64(stream_read($healthy, $s->{blk}, $s->{off}, 80), 64);
 		stream_write($_[0], $s->{blk}, $s->{off} + 64, pack('Q<', $len + $CONTENT * 1000));
 	},
-	qr/segment 1 of column 1 \(block \d+, offset \d+, \d+ bytes\) runs past the end of the stream/);
+	qr/segment 1 of column 1 \(block \d+, offset \d+, \d+ bytes\) runs past the end of the index's \d+ blocks/);
+
+# The free space, at the end of the metapage's content: the stream's run
+# end, the number of runs, then 120 runs of (first block, pages).  Listed
+# over a filter in use, a run would let the stream overwrite it.
+my $fs = $meta + $CONTENT - (8 + 120 * 8);
+sub free_runs { my @runs = @_; return pack('V', scalar(@runs) / 2) . pack('V*', @runs) . "\0" x (120 * 8 - 4 * @runs); }
+damage('a free run over a filter in use',
+	sub { substr(${ $_[0] }, $fs + 4, 4 + 120 * 8) = free_runs($sealed->{cols}[0]{sealed_blk}, 1); },
+	qr/(a blob at offset \d+ \(\d+ bytes\) lies in the free space from block \d+, offset \d+|the free space at block \d+ overlaps the free space at block \d+)/);
+
+damage('a free run outside the index',
+	sub { substr(${ $_[0] }, $fs + 4, 4 + 120 * 8) = free_runs($nblocks + 3, 2); },
+	qr/free run 0 \(block \d+, 2 pages\) is not inside the index's \d+ blocks/);
 
 damage('bytes inside a sealed filter',
 	sub {
