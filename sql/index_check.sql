@@ -163,7 +163,21 @@ SELECT amq_index_check('chk_i4_amq', NULL) IS NULL AS null_heapallindexed;
 -- lookups through it find them
 CREATE TABLE chk_ppr AS SELECT g::int8 AS k, repeat('p', 40) AS pad FROM generate_series(1, 20000) g;
 CREATE INDEX chk_ppr_amq ON chk_ppr USING amq (k) WITH (pages_per_range = 8);
+ANALYZE chk_ppr;
+-- the planner costs the index as built too
+CREATE FUNCTION pg_temp.index_scan_cost(q text) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+	plan json;
+BEGIN
+	SET LOCAL enable_seqscan = off;
+	EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO plan;
+	RETURN (plan -> 0 -> 'Plan' -> 'Plans' -> 0 ->> 'Total Cost')::float8;
+END
+$$;
+SELECT pg_temp.index_scan_cost('SELECT * FROM chk_ppr WHERE k = 7') AS cost_as_built \gset
 ALTER INDEX chk_ppr_amq SET (pages_per_range = 1);
+SELECT pg_temp.index_scan_cost('SELECT * FROM chk_ppr WHERE k = 7') = :cost_as_built
+	AS costed_as_built;
 INSERT INTO chk_ppr SELECT g, 'new' FROM generate_series(100001, 102000) g;
 SELECT amq_index_check('chk_ppr_amq', true) IS NOT NULL AS ppr_checked;
 SET enable_seqscan = off;
@@ -171,6 +185,8 @@ SELECT count(*) AS found_through_index FROM chk_ppr WHERE k = ANY (ARRAY[101999,
 RESET enable_seqscan;
 REINDEX INDEX chk_ppr_amq;
 SELECT amq_index_check('chk_ppr_amq', true) IS NOT NULL AS ppr_checked_after_reindex;
+SELECT pg_temp.index_scan_cost('SELECT * FROM chk_ppr WHERE k = 7') <> :cost_as_built
+	AS costed_as_rebuilt;
 DROP TABLE chk_ppr;
 
 -- Only an amq index can be checked

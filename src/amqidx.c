@@ -157,9 +157,9 @@ amqidxcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	double		spc_seq_page_cost;
 	double		pages;
 
+	/* as the index was built: ALTER INDEX ... SET takes effect at REINDEX */
 	irel = index_open(index->indexoid, NoLock);
-	ppr = AmqIdxPagesPerRange(irel);
-	fpr_option = AmqIdxFprOption(irel);
+	AmqIdxBuiltOptions(irel, &ppr, &fpr_option);
 	index_close(irel, NoLock);
 
 	nranges = Max(ceil(index->rel->pages / (double) ppr), 1.0);

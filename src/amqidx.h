@@ -308,6 +308,7 @@ extern void AmqIdxInitMetaPage(Page page, int pages_per_range, double fpr,
 							   int natts);
 extern AmqIdxMetaPage AmqIdxCheckMetaPage(Relation index, Page page);
 extern int	AmqIdxMetaPagesPerRange(Relation index);
+extern void AmqIdxBuiltOptions(Relation index, int *ppr, double *fpr_option);
 extern void AmqIdxCheckPage(Relation index, Page page, BlockNumber blk,
 							uint16 type);
 extern void AmqIdxInitDirPage(Page page);

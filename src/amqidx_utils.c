@@ -145,6 +145,39 @@ AmqIdxMetaPagesPerRange(Relation index)
 	return ppr;
 }
 
+/*
+ * The options the index was built with, for the planner: from the
+ * metapage, or from the reloptions when it is not a sound one (a damaged
+ * index is reported by the scan, not by planning).
+ */
+void
+AmqIdxBuiltOptions(Relation index, int *ppr, double *fpr_option)
+{
+	Buffer		buf;
+	Page		page;
+	AmqIdxMetaPage meta;
+
+	*ppr = AmqIdxPagesPerRange(index);
+	*fpr_option = AmqIdxFprOption(index);
+	if (RelationGetNumberOfBlocks(index) == 0)
+		return;
+	buf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	meta = AmqIdxPageGetMeta(page);
+	if (!PageIsNew(page) &&
+		((PageHeader) page)->pd_special == AMQIDX_CONTENT_END &&
+		AmqIdxPageGetOpaque(page)->type == AMQIDX_PAGE_META &&
+		meta->magic == AMQIDX_MAGIC && meta->version == AMQIDX_VERSION &&
+		meta->pages_per_range >= 1 && meta->pages_per_range <= AMQIDX_MAX_PAGES_PER_RANGE &&
+		(meta->fpr_option == 0.0 || amq_check_fpr(meta->fpr_option) == AMQ_OK))
+	{
+		*ppr = (int) meta->pages_per_range;
+		*fpr_option = meta->fpr_option;
+	}
+	UnlockReleaseBuffer(buf);
+}
+
 /* A new, exclusively locked page at the end of the fork. */
 BlockNumber
 AmqIdxNewBuffer(Relation index, ForkNumber fork, Buffer *buf)
