@@ -9,18 +9,29 @@
  * It has two modes:
  *
  * - buffer: without a capacity, amq_agg keeps the 64-bit key hashes and
- *   sizes the filter exactly for the distinct keys at the end.  The buffer
+ *   sizes the filter exactly for the distinct keys at the end.  In an
+ *   aggregate without GROUP BY the buffer is sized from the planner's row
+ *   estimate of the aggregate's input, so that it is allocated once instead
+ *   of doubling (each doubling a remap and fresh page faults); otherwise it
  *   starts at a few entries, so a GROUP BY with many small groups stays
- *   small; past DEDUP_MIN entries a full buffer is deduplicated before it
+ *   small.  Past DEDUP_MIN entries a full buffer is deduplicated before it
  *   grows.  Sorting the hashes first also lets a blocked filter be filled
  *   block by block in address order, which makes the final build
- *   cache-friendly.  Partial states carry the hashes, so a static kind can
- *   be built from a parallel aggregate too.
+ *   cache-friendly.  Partial states carry the hashes, sorted and distinct,
+ *   so a static kind can be built from a parallel aggregate too, and
+ *   combining two of them is a merge, not a second sort.
  * - filter: with a capacity (or in amq_union_agg), the state is a dynamic
- *   filter of fixed size, filled key by key; partial states are combined by
- *   union.  Kinds without union (cuckoo, scalable) buffer hashes even with
- *   a capacity, so that partial states still combine; the capacity then
- *   sizes the final filter for keys added later.
+ *   filter of fixed size; partial states are combined by union.  Rows are
+ *   hashed as they come and their hashes wait in a small batch while the
+ *   filter's cache line for each is prefetched, then go in together, so
+ *   a filter larger than the cache costs overlapping misses instead of one
+ *   waited-for miss per row.  Kinds without union (cuckoo, scalable) buffer
+ *   hashes even with a capacity, so that partial states still combine; the
+ *   capacity then sizes the final filter for keys added later.
+ *
+ * Buffers of many megabytes ask the kernel for transparent huge pages
+ * (where it offers them on request): first touching 80 MB of hashes in
+ * 4 kB pages costs 20,000 page faults.
  *
  * A buffer that outgrows what one varlena (and so a serialized partial
  * state or the final filter) can carry is an error with a hint, never an
@@ -30,12 +41,16 @@
  */
 #include "compat.h"
 
+#include <sys/mman.h>
+
 #include "fmgr.h"
 #include "libpq/pqformat.h"
+#include "nodes/execnodes.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
 #include "amqfilter.h"
+#include "kind_blocked.h"
 
 PG_FUNCTION_INFO_V1(amq_agg_trans);
 PG_FUNCTION_INFO_V1(amq_agg_final);
@@ -50,6 +65,12 @@ PG_FUNCTION_INFO_V1(amq_union_agg_trans);
 #define INITIAL_HASHES	8
 #define DEDUP_MIN		((Size) 1 << 24)
 #define MAX_HASHES		((Size) AMQ_STATE_MAX_HASHES)
+
+/* hashes of a fixed-size filter waiting for their prefetched lines */
+#define FILTER_BATCH	32
+
+/* allocations from this size up ask for transparent huge pages */
+#define HUGE_PAGE_BYTES	((Size) 2 * 1024 * 1024)
 
 /* the modes are those of the serialized state (core.h) */
 typedef enum AggMode
@@ -71,14 +92,18 @@ typedef struct AmqAggState
 	uint64	   *hashes;
 	Size		nhashes;
 	Size		maxhashes;
+	Size		nsorted;		/* hashes[0..nsorted) ascending and distinct */
 
 	/* AGG_FILTER: f points into filter */
 	struct varlena *filter;
 	AmqFilter	f;
+	int			npending;		/* hashes in pending, not yet in f */
+	uint64		pending[FILTER_BATCH];
 } AmqAggState;
 
 static pg_noinline Datum agg_trans_slow(FunctionCallInfo fcinfo,
 										AmqAggState *s, AmqKeyHasher *h);
+static void buffer_resize(AmqAggState *s, Size newmax, MemoryContext mcxt);
 
 /* The aggregate's memory context, or an ERROR outside an aggregate. */
 static MemoryContext
@@ -100,16 +125,49 @@ state_set_filter(AmqAggState *s, struct varlena *v)
 	AmqFilterDecode(v, &s->f);
 }
 
+/*
+ * Ask for transparent huge pages for the whole 2 MB pages of the "bytes"
+ * at p, before they are first touched.  Only advice: where the kernel
+ * declines, nothing changes.
+ */
+static void
+advise_huge_pages(void *p, Size bytes)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t	lo = TYPEALIGN(HUGE_PAGE_BYTES, (uintptr_t) p);
+	uintptr_t	hi = TYPEALIGN_DOWN(HUGE_PAGE_BYTES, (uintptr_t) p + bytes);
+
+	if (hi > lo)
+		(void) madvise((void *) lo, hi - lo, MADV_HUGEPAGE);
+#endif
+}
+
+/* palloc_extended in mcxt, with huge pages for a large allocation. */
+static void *
+alloc_big(MemoryContext mcxt, Size bytes, int flags)
+{
+	void	   *p = MemoryContextAllocExtended(mcxt, bytes,
+											   MCXT_ALLOC_HUGE | flags);
+
+	if (p != NULL && bytes >= 2 * HUGE_PAGE_BYTES)
+		advise_huge_pages(p, bytes);
+	return p;
+}
+
 /* Sort and deduplicate the buffer in place. */
 static void
 buffer_dedup(AmqAggState *s)
 {
 	uint64	   *scratch;
 
-	if (s->nhashes < 2)
+	if (s->nhashes < 2 || s->nsorted == s->nhashes)
+	{
+		s->nsorted = s->nhashes;
 		return;
-	scratch = palloc_extended(sizeof(uint64) * s->nhashes, MCXT_ALLOC_HUGE);
+	}
+	scratch = alloc_big(CurrentMemoryContext, sizeof(uint64) * s->nhashes, 0);
 	s->nhashes = amq_sort_unique(s->hashes, s->nhashes, scratch);
+	s->nsorted = s->nhashes;
 	pfree(scratch);
 }
 
@@ -159,12 +217,62 @@ buffer_reserve(AmqAggState *s, Size more, MemoryContext mcxt)
 		}
 		newmax = MAX_HASHES;
 	}
+	buffer_resize(s, newmax, mcxt);
+}
+
+/* Give s's buffer room for exactly newmax hashes (>= nhashes). */
+static void
+buffer_resize(AmqAggState *s, Size newmax, MemoryContext mcxt)
+{
 	if (s->hashes == NULL)
-		s->hashes = MemoryContextAllocExtended(mcxt, sizeof(uint64) * newmax,
-											   MCXT_ALLOC_HUGE);
+		s->hashes = alloc_big(mcxt, sizeof(uint64) * newmax, 0);
 	else
+	{
 		s->hashes = repalloc_huge(s->hashes, sizeof(uint64) * newmax);
+		if (newmax >= 2 * HUGE_PAGE_BYTES / sizeof(uint64))
+			advise_huge_pages(s->hashes, sizeof(uint64) * newmax);
+	}
 	s->maxhashes = newmax;
+}
+
+/*
+ * The planner's estimate of the rows that reach this aggregate, if it is
+ * one group of a plain aggregate (no GROUP BY); else 0.  A guess, only to
+ * size the buffer: too low costs a doubling, too high only address space,
+ * since pages not written are never faulted in.
+ */
+static double
+agg_input_estimate(FunctionCallInfo fcinfo)
+{
+	AggState   *as;
+	Agg		   *agg;
+
+	if (fcinfo->context == NULL || !IsA(fcinfo->context, AggState))
+		return 0.0;
+	as = (AggState *) fcinfo->context;
+	agg = (Agg *) as->ss.ps.plan;
+	if (agg == NULL || agg->aggstrategy != AGG_PLAIN || agg->groupingSets != NIL ||
+		outerPlan(agg) == NULL)
+		return 0.0;
+	return outerPlan(agg)->plan_rows;
+}
+
+/*
+ * Size a new, empty buffer for the rows the planner expects, if that is
+ * more than a few; an allocation that fails leaves it to grow as usual.
+ */
+static void
+buffer_presize(AmqAggState *s, FunctionCallInfo fcinfo, MemoryContext mcxt)
+{
+	double		rows = agg_input_estimate(fcinfo);
+	Size		want;
+
+	if (!(rows > (double) INITIAL_HASHES))
+		return;
+	want = rows >= (double) MAX_HASHES ? MAX_HASHES : (Size) rows;
+	s->hashes = alloc_big(mcxt, sizeof(uint64) * want, MCXT_ALLOC_NO_OOM);
+	if (s->hashes != NULL)
+		s->maxhashes = want;
 }
 
 /* A new, empty aggregate state in mcxt. */
@@ -172,6 +280,63 @@ static AmqAggState *
 state_new(MemoryContext mcxt)
 {
 	return MemoryContextAllocZero(mcxt, sizeof(AmqAggState));
+}
+
+/* Start fetching the filter's line that adding hash will read. */
+static inline void
+prefetch_key(const AmqFilter *f, uint64 hash)
+{
+	if (f->kind == AMQ_KIND_BLOCKED)
+		__builtin_prefetch(f->payload + AMQ_BLOCKED_BLOCK_BYTES *
+						   amq_blocked_block(amq_seeded(f, hash), f->param[0]), 1);
+	else
+	{
+		const AmqKindOps *ops = amq_kind_ops(f->kind);
+
+		if (ops->probe_span != NULL)
+		{
+			uint64		off;
+			uint32		len;
+
+			ops->probe_span(f, hash, &off, &len);
+			__builtin_prefetch(f->payload + off, 1);
+		}
+	}
+}
+
+/*
+ * Add the pending hashes of a fixed-size filter, in the order they came:
+ * the same filter and key count as adding each at once.  The blocked kind's
+ * add is inlined (no key is counted twice: one already present is skipped).
+ */
+static void
+filter_flush(AmqAggState *s)
+{
+	AmqFilter  *f = &s->f;
+
+	if (f->kind == AMQ_KIND_BLOCKED)
+	{
+		for (int i = 0; i < s->npending; i++)
+		{
+			uint64		h = amq_seeded(f, s->pending[i]);
+			uint8	   *b = f->payload + AMQ_BLOCKED_BLOCK_BYTES *
+				amq_blocked_block(h, f->param[0]);
+
+			if (!amq_blocked_probe(b, (uint32) h))
+			{
+				amq_blocked_insert(b, (uint32) h);
+				amq_count_add(f);
+			}
+		}
+	}
+	else
+	{
+		const AmqKindOps *ops = amq_kind_ops(f->kind);
+
+		for (int i = 0; i < s->npending; i++)
+			AmqAddHash(&s->filter, f, ops, s->pending[i]);
+	}
+	s->npending = 0;
 }
 
 /*
@@ -261,6 +426,8 @@ agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
 				s->f = f;
 			}
 		}
+		if (s->mode == AGG_BUFFER)
+			buffer_presize(s, fcinfo, aggcontext);
 	}
 
 	if (PG_ARGISNULL(1))
@@ -268,7 +435,12 @@ agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
 
 	hash = AmqHashDatum(s->h, PG_GETARG_DATUM(1));
 	if (s->mode == AGG_FILTER)
-		AmqAddHash(&s->filter, &s->f, amq_kind_ops(s->f.kind), hash);
+	{
+		prefetch_key(&s->f, hash);
+		s->pending[s->npending++] = hash;
+		if (s->npending == FILTER_BATCH)
+			filter_flush(s);
+	}
 	else
 	{
 		if (unlikely(s->nhashes == s->maxhashes))
@@ -327,12 +499,51 @@ amq_agg_final(PG_FUNCTION_ARGS)
 								  s->hashes, s->nhashes, s->capacity);
 	}
 
+	filter_flush(s);
 	/* copy: the state may be finalized again */
 	v = (struct varlena *) palloc(VARSIZE(s->filter));
 	memcpy(v, s->filter, VARSIZE(s->filter));
 	f = s->f;
 	f.payload = (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE;
 	return AmqFilterFinish(v, &f);
+}
+
+/*
+ * a's hashes := the union of a's and b's, both sorted and distinct: one
+ * merge into a new buffer, so that the partial states of a parallel
+ * aggregate, each sorted by its worker, are not sorted again.
+ */
+static void
+buffer_merge(AmqAggState *a, const AmqAggState *b, MemoryContext mcxt)
+{
+	const uint64 *x = a->hashes;
+	const uint64 *y = b->hashes;
+	Size		nx = a->nhashes;
+	Size		ny = b->nhashes;
+	Size		i = 0,
+				j = 0,
+				w = 0;
+	uint64	   *out;
+
+	out = alloc_big(mcxt, sizeof(uint64) * (nx + ny), 0);
+	while (i < nx && j < ny)
+	{
+		uint64		u = x[i];
+		uint64		v = y[j];
+
+		out[w++] = u < v ? u : v;
+		i += (u <= v);
+		j += (v <= u);
+	}
+	while (i < nx)
+		out[w++] = x[i++];
+	while (j < ny)
+		out[w++] = y[j++];
+	if (a->hashes != NULL)
+		pfree(a->hashes);
+	a->hashes = out;
+	a->nhashes = a->nsorted = w;
+	a->maxhashes = nx + ny;
 }
 
 /* Combine function: merge two partial states of a parallel aggregate. */
@@ -345,13 +556,15 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 
 	if (b == NULL)
 		PG_RETURN_POINTER(a);
+	if (b->mode == AGG_FILTER)
+		filter_flush(b);
 	if (a == NULL)
 	{
 		/* copy b into the aggregate context */
 		a = state_new(aggcontext);
 		*a = *b;
 		a->hashes = NULL;
-		a->nhashes = a->maxhashes = 0;
+		a->nhashes = a->maxhashes = a->nsorted = 0;
 		a->filter = NULL;
 		if (b->mode == AGG_FILTER)
 		{
@@ -367,12 +580,21 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 		elog(ERROR, "cannot combine amq_agg states of different modes or kinds");
 
 	if (a->mode == AGG_FILTER)
+	{
+		filter_flush(a);
 		AmqMergeOrError(&a->f, &b->f, AMQ_MERGE_UNION);
+	}
 	else if (b->nhashes > 0)
 	{
-		buffer_reserve(a, b->nhashes, aggcontext);
-		memcpy(a->hashes + a->nhashes, b->hashes, sizeof(uint64) * b->nhashes);
-		a->nhashes += b->nhashes;
+		if (a->nsorted == a->nhashes && b->nsorted == b->nhashes &&
+			a->nhashes + b->nhashes <= MAX_HASHES)
+			buffer_merge(a, b, aggcontext);
+		else
+		{
+			buffer_reserve(a, b->nhashes, aggcontext);
+			memcpy(a->hashes + a->nhashes, b->hashes, sizeof(uint64) * b->nhashes);
+			a->nhashes += b->nhashes;
+		}
 	}
 	PG_RETURN_POINTER(a);
 }
@@ -396,6 +618,7 @@ amq_agg_serialize(PG_FUNCTION_ARGS)
 	}
 	else
 	{
+		filter_flush(s);
 		/* the header (checksum) must be current for deserialize to verify */
 		amq_write_header(&s->f, (uint8 *) VARDATA(s->filter));
 		body = VARSIZE(s->filter) - VARHDRSZ;
@@ -465,10 +688,18 @@ amq_agg_deserialize(PG_FUNCTION_ARGS)
 	s->capacity = hdr.capacity;
 	if (s->mode == AGG_BUFFER)
 	{
+		bool		sorted = true;
+
 		buffer_reserve(s, hdr.nhashes, aggcontext);
 		for (Size i = 0; i < hdr.nhashes; i++)
+		{
 			s->hashes[i] = amq_load64(hdr.body + 8 * i);
+			/* as written by serialize; but the bytes are not trusted */
+			if (i > 0 && s->hashes[i] <= s->hashes[i - 1])
+				sorted = false;
+		}
 		s->nhashes = hdr.nhashes;
+		s->nsorted = sorted ? hdr.nhashes : 0;
 	}
 	else
 	{

@@ -545,7 +545,7 @@ AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
 		else if (kind == AMQ_KIND_BLOCKED && f.seed == 0)
 		{
 			/* sorted hashes fill the blocks in order, a block at a time */
-			amq_blocked_insert_run(f.payload, f.param[0], hashes, n);
+			amq_blocked_fill(f.payload, f.param[0], hashes, n);
 		}
 		else
 		{
