@@ -30,8 +30,7 @@
  *   capacity then sizes the final filter for keys added later.
  *
  * Buffers of many megabytes ask the kernel for transparent huge pages
- * (where it offers them on request): first touching 80 MB of hashes in
- * 4 kB pages costs 20,000 page faults.
+ * (AmqAllocBig).
  *
  * A buffer that outgrows what one varlena (and so a serialized partial
  * state or the final filter) can carry is an error with a hint, never an
@@ -40,8 +39,6 @@
  *-------------------------------------------------------------------------
  */
 #include "compat.h"
-
-#include <sys/mman.h>
 
 #include "fmgr.h"
 #include "libpq/pqformat.h"
@@ -66,11 +63,11 @@ PG_FUNCTION_INFO_V1(amq_union_agg_trans);
 #define DEDUP_MIN		((Size) 1 << 24)
 #define MAX_HASHES		((Size) AMQ_STATE_MAX_HASHES)
 
+/* sorted partial states a combined state keeps to merge at once */
+#define MAX_RUNS		16
+
 /* hashes of a fixed-size filter waiting for their prefetched lines */
 #define FILTER_BATCH	32
-
-/* allocations from this size up ask for transparent huge pages */
-#define HUGE_PAGE_BYTES	((Size) 2 * 1024 * 1024)
 
 /* the modes are those of the serialized state (core.h) */
 typedef enum AggMode
@@ -93,13 +90,22 @@ typedef struct AmqAggState
 	Size		nhashes;
 	Size		maxhashes;
 	Size		nsorted;		/* hashes[0..nsorted) ascending and distinct */
+	int			nruns;			/* more sorted, distinct hashes: merged later */
+	struct AggRuns *runs;		/* allocated on the first combine that needs it */
 
 	/* AGG_FILTER: f points into filter */
 	struct varlena *filter;
 	AmqFilter	f;
 	int			npending;		/* hashes in pending, not yet in f */
-	uint64		pending[FILTER_BATCH];
+	uint64	   *pending;		/* FILTER_BATCH of them, for amq_agg only */
 } AmqAggState;
+
+/* the runs of a combined state (out of line: a GROUP BY state stays small) */
+typedef struct AggRuns
+{
+	const uint64 *run[MAX_RUNS];
+	Size		len[MAX_RUNS];
+} AggRuns;
 
 static pg_noinline Datum agg_trans_slow(FunctionCallInfo fcinfo,
 										AmqAggState *s, AmqKeyHasher *h);
@@ -125,34 +131,7 @@ state_set_filter(AmqAggState *s, struct varlena *v)
 	AmqFilterDecode(v, &s->f);
 }
 
-/*
- * Ask for transparent huge pages for the whole 2 MB pages of the "bytes"
- * at p, before they are first touched.  Only advice: where the kernel
- * declines, nothing changes.
- */
-static void
-advise_huge_pages(void *p, Size bytes)
-{
-#ifdef MADV_HUGEPAGE
-	uintptr_t	lo = TYPEALIGN(HUGE_PAGE_BYTES, (uintptr_t) p);
-	uintptr_t	hi = TYPEALIGN_DOWN(HUGE_PAGE_BYTES, (uintptr_t) p + bytes);
-
-	if (hi > lo)
-		(void) madvise((void *) lo, hi - lo, MADV_HUGEPAGE);
-#endif
-}
-
-/* palloc_extended in mcxt, with huge pages for a large allocation. */
-static void *
-alloc_big(MemoryContext mcxt, Size bytes, int flags)
-{
-	void	   *p = MemoryContextAllocExtended(mcxt, bytes,
-											   MCXT_ALLOC_HUGE | flags);
-
-	if (p != NULL && bytes >= 2 * HUGE_PAGE_BYTES)
-		advise_huge_pages(p, bytes);
-	return p;
-}
+static void merge_runs(AmqAggState *s, MemoryContext mcxt);
 
 /* Sort and deduplicate the buffer in place. */
 static void
@@ -160,12 +139,15 @@ buffer_dedup(AmqAggState *s)
 {
 	uint64	   *scratch;
 
+	if (s->nruns > 0)
+		merge_runs(s, GetMemoryChunkContext(s));
+
 	if (s->nhashes < 2 || s->nsorted == s->nhashes)
 	{
 		s->nsorted = s->nhashes;
 		return;
 	}
-	scratch = alloc_big(CurrentMemoryContext, sizeof(uint64) * s->nhashes, 0);
+	scratch = AmqAllocBig(CurrentMemoryContext, sizeof(uint64) * s->nhashes, 0);
 	s->nhashes = amq_sort_unique(s->hashes, s->nhashes, scratch);
 	s->nsorted = s->nhashes;
 	pfree(scratch);
@@ -189,6 +171,8 @@ buffer_reserve(AmqAggState *s, Size more, MemoryContext mcxt)
 {
 	Size		newmax;
 
+	if (s->nruns > 0)
+		merge_runs(s, mcxt);
 	if (s->nhashes + more <= s->maxhashes)
 		return;
 	if (s->nhashes >= DEDUP_MIN)
@@ -225,12 +209,11 @@ static void
 buffer_resize(AmqAggState *s, Size newmax, MemoryContext mcxt)
 {
 	if (s->hashes == NULL)
-		s->hashes = alloc_big(mcxt, sizeof(uint64) * newmax, 0);
+		s->hashes = AmqAllocBig(mcxt, sizeof(uint64) * newmax, 0);
 	else
 	{
 		s->hashes = repalloc_huge(s->hashes, sizeof(uint64) * newmax);
-		if (newmax >= 2 * HUGE_PAGE_BYTES / sizeof(uint64))
-			advise_huge_pages(s->hashes, sizeof(uint64) * newmax);
+		AmqAdviseBig(s->hashes, sizeof(uint64) * newmax);
 	}
 	s->maxhashes = newmax;
 }
@@ -270,7 +253,7 @@ buffer_presize(AmqAggState *s, FunctionCallInfo fcinfo, MemoryContext mcxt)
 	if (!(rows > (double) INITIAL_HASHES))
 		return;
 	want = rows >= (double) MAX_HASHES ? MAX_HASHES : (Size) rows;
-	s->hashes = alloc_big(mcxt, sizeof(uint64) * want, MCXT_ALLOC_NO_OOM);
+	s->hashes = AmqAllocBig(mcxt, sizeof(uint64) * want, MCXT_ALLOC_NO_OOM);
 	if (s->hashes != NULL)
 		s->maxhashes = want;
 }
@@ -424,6 +407,8 @@ agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
 				MemoryContextSwitchTo(old);
 				s->mode = AGG_FILTER;
 				s->f = f;
+				s->pending = MemoryContextAlloc(aggcontext,
+												sizeof(uint64) * FILTER_BATCH);
 			}
 		}
 		if (s->mode == AGG_BUFFER)
@@ -509,41 +494,67 @@ amq_agg_final(PG_FUNCTION_ARGS)
 }
 
 /*
- * a's hashes := the union of a's and b's, both sorted and distinct: one
- * merge into a new buffer, so that the partial states of a parallel
- * aggregate, each sorted by its worker, are not sorted again.
+ * s's hashes := the union of its sorted, distinct buffer and its runs (each
+ * sorted and distinct), in one merge into one new buffer: the partial
+ * states of a parallel aggregate, each sorted by its worker, are neither
+ * sorted again nor copied once per combine.
  */
 static void
-buffer_merge(AmqAggState *a, const AmqAggState *b, MemoryContext mcxt)
+merge_runs(AmqAggState *s, MemoryContext mcxt)
 {
-	const uint64 *x = a->hashes;
-	const uint64 *y = b->hashes;
-	Size		nx = a->nhashes;
-	Size		ny = b->nhashes;
-	Size		i = 0,
-				j = 0,
-				w = 0;
+	const uint64 *head[MAX_RUNS + 1];
+	const uint64 *end[MAX_RUNS + 1];
+	int			k = 0;
+	Size		total = 0;
+	Size		w = 0;
 	uint64	   *out;
 
-	out = alloc_big(mcxt, sizeof(uint64) * (nx + ny), 0);
-	while (i < nx && j < ny)
+	Assert(s->nsorted == s->nhashes);
+	if (s->nhashes > 0)
 	{
-		uint64		u = x[i];
-		uint64		v = y[j];
-
-		out[w++] = u < v ? u : v;
-		i += (u <= v);
-		j += (v <= u);
+		head[k] = s->hashes;
+		end[k++] = s->hashes + s->nhashes;
 	}
-	while (i < nx)
-		out[w++] = x[i++];
-	while (j < ny)
-		out[w++] = y[j++];
-	if (a->hashes != NULL)
-		pfree(a->hashes);
-	a->hashes = out;
-	a->nhashes = a->nsorted = w;
-	a->maxhashes = nx + ny;
+	for (int r = 0; r < s->nruns; r++)
+	{
+		if (s->runs->len[r] == 0)
+			continue;
+		head[k] = s->runs->run[r];
+		end[k++] = s->runs->run[r] + s->runs->len[r];
+	}
+	for (int r = 0; r < k; r++)
+		total += end[r] - head[r];
+	s->nruns = 0;
+	if (total == 0)
+		return;
+
+	out = AmqAllocBig(mcxt, sizeof(uint64) * total, 0);
+	while (k > 0)
+	{
+		uint64		v = *head[0];
+
+		/* the smallest head, then advance every run that holds it */
+		for (int r = 1; r < k; r++)
+			if (*head[r] < v)
+				v = *head[r];
+		out[w++] = v;
+		for (int r = 0; r < k;)
+		{
+			if (*head[r] == v && ++head[r] == end[r])
+			{
+				head[r] = head[k - 1];
+				end[r] = end[k - 1];
+				k--;
+				continue;
+			}
+			r++;
+		}
+	}
+	if (s->hashes != NULL)
+		pfree(s->hashes);
+	s->hashes = out;
+	s->nhashes = s->nsorted = w;
+	s->maxhashes = total;
 }
 
 /* Combine function: merge two partial states of a parallel aggregate. */
@@ -558,6 +569,8 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 		PG_RETURN_POINTER(a);
 	if (b->mode == AGG_FILTER)
 		filter_flush(b);
+	else if (b->nruns > 0)
+		merge_runs(b, aggcontext);
 	if (a == NULL)
 	{
 		/* copy b into the aggregate context */
@@ -565,6 +578,10 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 		*a = *b;
 		a->hashes = NULL;
 		a->nhashes = a->maxhashes = a->nsorted = 0;
+		a->nruns = 0;
+		a->runs = NULL;
+		a->pending = NULL;
+		a->npending = 0;
 		a->filter = NULL;
 		if (b->mode == AGG_FILTER)
 		{
@@ -586,9 +603,25 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 	}
 	else if (b->nhashes > 0)
 	{
+		Size		held = a->nhashes + b->nhashes;
+
+		for (int r = 0; r < a->nruns; r++)
+			held += a->runs->len[r];
 		if (a->nsorted == a->nhashes && b->nsorted == b->nhashes &&
-			a->nhashes + b->nhashes <= MAX_HASHES)
-			buffer_merge(a, b, aggcontext);
+			b->nruns == 0 && a->nruns < MAX_RUNS && held <= MAX_HASHES)
+		{
+			/*
+			 * Keep b's hashes to merge with the others at the end.  b is a
+			 * deserialized partial state, in the aggregate context until
+			 * the final function, and not used again; the buffer of a is
+			 * marked full so that no row is appended before the merge.
+			 */
+			if (a->runs == NULL)
+				a->runs = MemoryContextAlloc(aggcontext, sizeof(AggRuns));
+			a->runs->run[a->nruns] = b->hashes;
+			a->runs->len[a->nruns++] = b->nhashes;
+			a->maxhashes = a->nhashes;
+		}
 		else
 		{
 			buffer_reserve(a, b->nhashes, aggcontext);
