@@ -494,10 +494,78 @@ amq_agg_final(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Merge the ascending, distinct x[0..nx) and y[0..ny) into out, dropping
+ * the keys both hold; returns the count.  Branch-free but for the loop.
+ * out may be y itself or memory before it: out never gets ahead of y.
+ */
+static Size
+merge2(const uint64 *x, Size nx, const uint64 *y, Size ny, uint64 *out)
+{
+	Size		i = 0,
+				j = 0,
+				w = 0;
+
+	while (i < nx && j < ny)
+	{
+		uint64		u = x[i];
+		uint64		v = y[j];
+
+		out[w++] = u < v ? u : v;
+		i += (u <= v);
+		j += (v <= u);
+	}
+	while (i < nx)
+		out[w++] = x[i++];
+	if (out + w != y + j)
+		memmove(out + w, y + j, (ny - j) * sizeof(uint64));
+	return w + (ny - j);
+}
+
+/* Merge k (>= 1) ascending, distinct runs into out, dropping repeats. */
+static Size
+merge_k(const uint64 **head, const uint64 **end, int k, uint64 *out)
+{
+	Size		w = 0;
+
+	if (k == 1)
+	{
+		memcpy(out, head[0], (end[0] - head[0]) * sizeof(uint64));
+		return end[0] - head[0];
+	}
+	if (k == 2)
+		return merge2(head[0], end[0] - head[0], head[1], end[1] - head[1], out);
+	while (k > 0)
+	{
+		uint64		v = *head[0];
+
+		/* the smallest head, then advance every run that holds it */
+		for (int r = 1; r < k; r++)
+			if (*head[r] < v)
+				v = *head[r];
+		out[w++] = v;
+		for (int r = 0; r < k;)
+		{
+			if (*head[r] == v && ++head[r] == end[r])
+			{
+				head[r] = head[k - 1];
+				end[r] = end[k - 1];
+				k--;
+				continue;
+			}
+			r++;
+		}
+	}
+	return w;
+}
+
+/*
  * s's hashes := the union of its sorted, distinct buffer and its runs (each
- * sorted and distinct), in one merge into one new buffer: the partial
- * states of a parallel aggregate, each sorted by its worker, are neither
- * sorted again nor copied once per combine.
+ * sorted and distinct), merged into one new buffer: the partial states of a
+ * parallel aggregate, each sorted by its worker, are neither sorted again
+ * nor copied once per combine.  The runs but the first are merged into the
+ * new buffer's tail, which the first is then merged with in place: two
+ * branch-free passes for the usual three partial states (two workers and
+ * the leader).
  */
 static void
 merge_runs(AmqAggState *s, MemoryContext mcxt)
@@ -506,7 +574,8 @@ merge_runs(AmqAggState *s, MemoryContext mcxt)
 	const uint64 *end[MAX_RUNS + 1];
 	int			k = 0;
 	Size		total = 0;
-	Size		w = 0;
+	Size		n0;
+	Size		ntail;
 	uint64	   *out;
 
 	Assert(s->nsorted == s->nhashes);
@@ -529,31 +598,18 @@ merge_runs(AmqAggState *s, MemoryContext mcxt)
 		return;
 
 	out = AmqAllocBig(mcxt, sizeof(uint64) * total, 0);
-	while (k > 0)
+	if (k == 1)
+		s->nhashes = merge_k(head, end, 1, out);
+	else
 	{
-		uint64		v = *head[0];
-
-		/* the smallest head, then advance every run that holds it */
-		for (int r = 1; r < k; r++)
-			if (*head[r] < v)
-				v = *head[r];
-		out[w++] = v;
-		for (int r = 0; r < k;)
-		{
-			if (*head[r] == v && ++head[r] == end[r])
-			{
-				head[r] = head[k - 1];
-				end[r] = end[k - 1];
-				k--;
-				continue;
-			}
-			r++;
-		}
+		n0 = end[0] - head[0];
+		ntail = merge_k(head + 1, end + 1, k - 1, out + n0);
+		s->nhashes = merge2(head[0], n0, out + n0, ntail, out);
 	}
 	if (s->hashes != NULL)
 		pfree(s->hashes);
 	s->hashes = out;
-	s->nhashes = s->nsorted = w;
+	s->nsorted = s->nhashes;
 	s->maxhashes = total;
 }
 

@@ -537,11 +537,19 @@ AmqRemoveHash(AmqFilter *f, const AmqKindOps *ops, uint64 hash)
 		f->nkeys--;
 }
 
-/* Scratch memory for static builds: NULL on failure, never an ERROR. */
+/*
+ * Scratch memory for static builds: NULL on failure, never an ERROR.  Huge
+ * pages where *ctx: not for ribbon, which zeroes its scratch a chunk at a
+ * time just before it uses it; faulting it in 2 MB at a time ahead of that
+ * measured 10% slower, where fuse and xor gained as much.
+ */
 static void *
 build_alloc(void *ctx, size_t size)
 {
-	return AmqAllocBig(CurrentMemoryContext, size, MCXT_ALLOC_NO_OOM);
+	if (*(const bool *) ctx)
+		return AmqAllocBig(CurrentMemoryContext, size, MCXT_ALLOC_NO_OOM);
+	return MemoryContextAllocExtended(CurrentMemoryContext, size,
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
 }
 
 /* Free scratch memory of a static build. */
@@ -579,7 +587,8 @@ AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
 
 		if (ops->caps & AMQ_CAP_STATIC)
 		{
-			AmqAllocator alloc = {build_alloc, build_free, NULL};
+			bool		huge = (kind != AMQ_KIND_RIBBON);
+			AmqAllocator alloc = {build_alloc, build_free, &huge};
 
 			st = ops->build(&f, hashes, n, &alloc);
 		}
