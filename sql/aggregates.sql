@@ -43,6 +43,15 @@ SELECT amq_info(f) ->> 'payload_bytes' = amq_info(amq_new('blocked', 500000)) ->
 	(SELECT count(*) FROM ev WHERE NOT f @> id) AS false_negatives
 FROM (SELECT amq_agg(id, 0.01, 'blocked', 500000) AS f FROM ev) s;
 
+-- rows go into a fixed-size filter in batches: the same filter, and the same
+-- key count, as adding them one at a time
+SELECT (SELECT amq_agg(id, 0.01, k, 500000) FROM ev)::bytea
+	= amq_add(amq_new(k, 500000, 0.01), (SELECT array_agg(id) FROM ev))::bytea AS same
+FROM unnest(ARRAY['blocked', 'bloom', 'twobit', 'counting']) k;
+-- and fewer rows than a batch
+SELECT (SELECT amq_agg(id, 0.01, 'blocked', 1000) FROM ev WHERE id <= 5)::bytea
+	= amq_add(amq_new('blocked', 1000, 0.01), ARRAY[1, 2, 3, 4, 5])::bytea AS same_few;
+
 -- NULLs: skipped; all-NULL input gives an empty filter, no rows give NULL
 SELECT amq_count(amq_agg(x)) FROM (VALUES (NULL::int), (NULL)) v(x);
 SELECT amq_agg(x) IS NULL AS is_null FROM (SELECT 1 AS x WHERE false) s;
@@ -75,6 +84,10 @@ SET parallel_leader_participation = off;
 EXPLAIN (COSTS OFF) SELECT amq_agg(id) FROM ev;
 CREATE TABLE par AS SELECT amq_agg(id) AS f, amq_agg(name) AS fn,
 	amq_agg(id, 0.01, 'blocked', 200000) AS fc, amq_agg(id, 0.01, 'bloom') AS fb FROM ev;
+-- with the leader's partial state too: three sorted partial states merged,
+-- keys repeated across them, and a static kind
+SET parallel_leader_participation = on;
+CREATE TABLE par3 AS SELECT amq_agg(id % 7000) AS fd, amq_agg(id, 0.01, 'fuse') AS ff FROM ev;
 EXPLAIN (COSTS OFF) SELECT amq_union_agg(f) FROM per_group;
 CREATE TABLE par_union AS SELECT amq_union_agg(f) AS u FROM per_group_fixed;
 RESET parallel_setup_cost;
@@ -95,6 +108,9 @@ FROM par p;
 SELECT (SELECT count(*) FROM ev WHERE NOT u @> id) AS false_negatives,
 	u::bytea = (SELECT amq_union_agg(f) FROM per_group_fixed)::bytea AS same_union
 FROM par_union;
+SELECT amq_count(fd) AS keys, fd::bytea = (SELECT amq_agg(id % 7000) FROM ev)::bytea AS same_repeated,
+	ff::bytea = (SELECT amq_agg(id, 0.01, 'fuse') FROM ev)::bytea AS same_fuse
+FROM par3;
 RESET max_parallel_workers_per_gather;
 
 -- errors
@@ -104,4 +120,4 @@ SELECT pg_temp.err($$SELECT amq_agg(id, 0.01, 'blocked', 0) FROM ev$$);
 SELECT pg_temp.err($$SELECT amq_agg(id, 0.0001, 'bloom', 10000000000) FROM ev$$);
 SELECT pg_temp.err($$SELECT amq_agg(p) FROM (VALUES ('(1,2)'::point)) v(p)$$);
 
-DROP TABLE ev, per_group, per_group_fixed, par, par_union;
+DROP TABLE ev, per_group, per_group_fixed, par, par3, par_union;

@@ -9,18 +9,28 @@
  * It has two modes:
  *
  * - buffer: without a capacity, amq_agg keeps the 64-bit key hashes and
- *   sizes the filter exactly for the distinct keys at the end.  The buffer
+ *   sizes the filter exactly for the distinct keys at the end.  In an
+ *   aggregate without GROUP BY the buffer is sized from the planner's row
+ *   estimate of the aggregate's input, so that it is allocated once instead
+ *   of doubling (each doubling a remap and fresh page faults); otherwise it
  *   starts at a few entries, so a GROUP BY with many small groups stays
- *   small; past DEDUP_MIN entries a full buffer is deduplicated before it
+ *   small.  Past DEDUP_MIN entries a full buffer is deduplicated before it
  *   grows.  Sorting the hashes first also lets a blocked filter be filled
  *   block by block in address order, which makes the final build
- *   cache-friendly.  Partial states carry the hashes, so a static kind can
- *   be built from a parallel aggregate too.
+ *   cache-friendly.  Partial states carry the hashes, sorted and distinct,
+ *   so a static kind can be built from a parallel aggregate too, and
+ *   combining two of them is a merge, not a second sort.
  * - filter: with a capacity (or in amq_union_agg), the state is a dynamic
- *   filter of fixed size, filled key by key; partial states are combined by
- *   union.  Kinds without union (cuckoo, scalable) buffer hashes even with
- *   a capacity, so that partial states still combine; the capacity then
- *   sizes the final filter for keys added later.
+ *   filter of fixed size; partial states are combined by union.  Rows are
+ *   hashed as they come and their hashes wait in a small batch while the
+ *   filter's cache line for each is prefetched, then go in together, so
+ *   a filter larger than the cache costs overlapping misses instead of one
+ *   waited-for miss per row.  Kinds without union (cuckoo, scalable) buffer
+ *   hashes even with a capacity, so that partial states still combine; the
+ *   capacity then sizes the final filter for keys added later.
+ *
+ * Buffers of many megabytes ask the kernel for transparent huge pages
+ * (AmqAllocBig).
  *
  * A buffer that outgrows what one varlena (and so a serialized partial
  * state or the final filter) can carry is an error with a hint, never an
@@ -32,10 +42,12 @@
 
 #include "fmgr.h"
 #include "libpq/pqformat.h"
+#include "nodes/execnodes.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
 #include "amqfilter.h"
+#include "kind_blocked.h"
 
 PG_FUNCTION_INFO_V1(amq_agg_trans);
 PG_FUNCTION_INFO_V1(amq_agg_final);
@@ -50,6 +62,12 @@ PG_FUNCTION_INFO_V1(amq_union_agg_trans);
 #define INITIAL_HASHES	8
 #define DEDUP_MIN		((Size) 1 << 24)
 #define MAX_HASHES		((Size) AMQ_STATE_MAX_HASHES)
+
+/* sorted partial states a combined state keeps to merge at once */
+#define MAX_RUNS		16
+
+/* hashes of a fixed-size filter waiting for their prefetched lines */
+#define FILTER_BATCH	32
 
 /* the modes are those of the serialized state (core.h) */
 typedef enum AggMode
@@ -71,14 +89,27 @@ typedef struct AmqAggState
 	uint64	   *hashes;
 	Size		nhashes;
 	Size		maxhashes;
+	Size		nsorted;		/* hashes[0..nsorted) ascending and distinct */
+	int			nruns;			/* more sorted, distinct hashes: merged later */
+	struct AggRuns *runs;		/* allocated on the first combine that needs it */
 
 	/* AGG_FILTER: f points into filter */
 	struct varlena *filter;
 	AmqFilter	f;
+	int			npending;		/* hashes in pending, not yet in f */
+	uint64	   *pending;		/* FILTER_BATCH of them, for amq_agg only */
 } AmqAggState;
+
+/* the runs of a combined state (out of line: a GROUP BY state stays small) */
+typedef struct AggRuns
+{
+	const uint64 *run[MAX_RUNS];
+	Size		len[MAX_RUNS];
+} AggRuns;
 
 static pg_noinline Datum agg_trans_slow(FunctionCallInfo fcinfo,
 										AmqAggState *s, AmqKeyHasher *h);
+static void buffer_resize(AmqAggState *s, Size newmax, MemoryContext mcxt);
 
 /* The aggregate's memory context, or an ERROR outside an aggregate. */
 static MemoryContext
@@ -100,16 +131,25 @@ state_set_filter(AmqAggState *s, struct varlena *v)
 	AmqFilterDecode(v, &s->f);
 }
 
+static void merge_runs(AmqAggState *s, MemoryContext mcxt);
+
 /* Sort and deduplicate the buffer in place. */
 static void
 buffer_dedup(AmqAggState *s)
 {
 	uint64	   *scratch;
 
-	if (s->nhashes < 2)
+	if (s->nruns > 0)
+		merge_runs(s, GetMemoryChunkContext(s));
+
+	if (s->nhashes < 2 || s->nsorted == s->nhashes)
+	{
+		s->nsorted = s->nhashes;
 		return;
-	scratch = palloc_extended(sizeof(uint64) * s->nhashes, MCXT_ALLOC_HUGE);
+	}
+	scratch = AmqAllocBig(CurrentMemoryContext, sizeof(uint64) * s->nhashes, 0);
 	s->nhashes = amq_sort_unique(s->hashes, s->nhashes, scratch);
+	s->nsorted = s->nhashes;
 	pfree(scratch);
 }
 
@@ -131,6 +171,8 @@ buffer_reserve(AmqAggState *s, Size more, MemoryContext mcxt)
 {
 	Size		newmax;
 
+	if (s->nruns > 0)
+		merge_runs(s, mcxt);
 	if (s->nhashes + more <= s->maxhashes)
 		return;
 	if (s->nhashes >= DEDUP_MIN)
@@ -159,12 +201,61 @@ buffer_reserve(AmqAggState *s, Size more, MemoryContext mcxt)
 		}
 		newmax = MAX_HASHES;
 	}
+	buffer_resize(s, newmax, mcxt);
+}
+
+/* Give s's buffer room for exactly newmax hashes (>= nhashes). */
+static void
+buffer_resize(AmqAggState *s, Size newmax, MemoryContext mcxt)
+{
 	if (s->hashes == NULL)
-		s->hashes = MemoryContextAllocExtended(mcxt, sizeof(uint64) * newmax,
-											   MCXT_ALLOC_HUGE);
+		s->hashes = AmqAllocBig(mcxt, sizeof(uint64) * newmax, 0);
 	else
+	{
 		s->hashes = repalloc_huge(s->hashes, sizeof(uint64) * newmax);
+		AmqAdviseBig(s->hashes, sizeof(uint64) * newmax);
+	}
 	s->maxhashes = newmax;
+}
+
+/*
+ * The planner's estimate of the rows that reach this aggregate, if it is
+ * one group of a plain aggregate (no GROUP BY); else 0.  A guess, only to
+ * size the buffer: too low costs a doubling, too high only address space,
+ * since pages not written are never faulted in.
+ */
+static double
+agg_input_estimate(FunctionCallInfo fcinfo)
+{
+	AggState   *as;
+	Agg		   *agg;
+
+	if (fcinfo->context == NULL || !IsA(fcinfo->context, AggState))
+		return 0.0;
+	as = (AggState *) fcinfo->context;
+	agg = (Agg *) as->ss.ps.plan;
+	if (agg == NULL || agg->aggstrategy != AGG_PLAIN || agg->groupingSets != NIL ||
+		outerPlan(agg) == NULL)
+		return 0.0;
+	return outerPlan(agg)->plan_rows;
+}
+
+/*
+ * Size a new, empty buffer for the rows the planner expects, if that is
+ * more than a few; an allocation that fails leaves it to grow as usual.
+ */
+static void
+buffer_presize(AmqAggState *s, FunctionCallInfo fcinfo, MemoryContext mcxt)
+{
+	double		rows = agg_input_estimate(fcinfo);
+	Size		want;
+
+	if (!(rows > (double) INITIAL_HASHES))
+		return;
+	want = rows >= (double) MAX_HASHES ? MAX_HASHES : (Size) rows;
+	s->hashes = AmqAllocBig(mcxt, sizeof(uint64) * want, MCXT_ALLOC_NO_OOM);
+	if (s->hashes != NULL)
+		s->maxhashes = want;
 }
 
 /* A new, empty aggregate state in mcxt. */
@@ -172,6 +263,63 @@ static AmqAggState *
 state_new(MemoryContext mcxt)
 {
 	return MemoryContextAllocZero(mcxt, sizeof(AmqAggState));
+}
+
+/* Start fetching the filter's line that adding hash will read. */
+static inline void
+prefetch_key(const AmqFilter *f, uint64 hash)
+{
+	if (f->kind == AMQ_KIND_BLOCKED)
+		__builtin_prefetch(f->payload + AMQ_BLOCKED_BLOCK_BYTES *
+						   amq_blocked_block(amq_seeded(f, hash), f->param[0]), 1);
+	else
+	{
+		const AmqKindOps *ops = amq_kind_ops(f->kind);
+
+		if (ops->probe_span != NULL)
+		{
+			uint64		off;
+			uint32		len;
+
+			ops->probe_span(f, hash, &off, &len);
+			__builtin_prefetch(f->payload + off, 1);
+		}
+	}
+}
+
+/*
+ * Add the pending hashes of a fixed-size filter, in the order they came:
+ * the same filter and key count as adding each at once.  The blocked kind's
+ * add is inlined (no key is counted twice: one already present is skipped).
+ */
+static void
+filter_flush(AmqAggState *s)
+{
+	AmqFilter  *f = &s->f;
+
+	if (f->kind == AMQ_KIND_BLOCKED)
+	{
+		for (int i = 0; i < s->npending; i++)
+		{
+			uint64		h = amq_seeded(f, s->pending[i]);
+			uint8	   *b = f->payload + AMQ_BLOCKED_BLOCK_BYTES *
+				amq_blocked_block(h, f->param[0]);
+
+			if (!amq_blocked_probe(b, (uint32) h))
+			{
+				amq_blocked_insert(b, (uint32) h);
+				amq_count_add(f);
+			}
+		}
+	}
+	else
+	{
+		const AmqKindOps *ops = amq_kind_ops(f->kind);
+
+		for (int i = 0; i < s->npending; i++)
+			AmqAddHash(&s->filter, f, ops, s->pending[i]);
+	}
+	s->npending = 0;
 }
 
 /*
@@ -259,8 +407,12 @@ agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
 				MemoryContextSwitchTo(old);
 				s->mode = AGG_FILTER;
 				s->f = f;
+				s->pending = MemoryContextAlloc(aggcontext,
+												sizeof(uint64) * FILTER_BATCH);
 			}
 		}
+		if (s->mode == AGG_BUFFER)
+			buffer_presize(s, fcinfo, aggcontext);
 	}
 
 	if (PG_ARGISNULL(1))
@@ -268,7 +420,12 @@ agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
 
 	hash = AmqHashDatum(s->h, PG_GETARG_DATUM(1));
 	if (s->mode == AGG_FILTER)
-		AmqAddHash(&s->filter, &s->f, amq_kind_ops(s->f.kind), hash);
+	{
+		prefetch_key(&s->f, hash);
+		s->pending[s->npending++] = hash;
+		if (s->npending == FILTER_BATCH)
+			filter_flush(s);
+	}
 	else
 	{
 		if (unlikely(s->nhashes == s->maxhashes))
@@ -327,12 +484,133 @@ amq_agg_final(PG_FUNCTION_ARGS)
 								  s->hashes, s->nhashes, s->capacity);
 	}
 
+	filter_flush(s);
 	/* copy: the state may be finalized again */
 	v = (struct varlena *) palloc(VARSIZE(s->filter));
 	memcpy(v, s->filter, VARSIZE(s->filter));
 	f = s->f;
 	f.payload = (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE;
 	return AmqFilterFinish(v, &f);
+}
+
+/*
+ * Merge the ascending, distinct x[0..nx) and y[0..ny) into out, dropping
+ * the keys both hold; returns the count.  Branch-free but for the loop.
+ * out may be y itself or memory before it: out never gets ahead of y.
+ */
+static Size
+merge2(const uint64 *x, Size nx, const uint64 *y, Size ny, uint64 *out)
+{
+	Size		i = 0,
+				j = 0,
+				w = 0;
+
+	while (i < nx && j < ny)
+	{
+		uint64		u = x[i];
+		uint64		v = y[j];
+
+		out[w++] = u < v ? u : v;
+		i += (u <= v);
+		j += (v <= u);
+	}
+	while (i < nx)
+		out[w++] = x[i++];
+	if (out + w != y + j)
+		memmove(out + w, y + j, (ny - j) * sizeof(uint64));
+	return w + (ny - j);
+}
+
+/* Merge k (>= 1) ascending, distinct runs into out, dropping repeats. */
+static Size
+merge_k(const uint64 **head, const uint64 **end, int k, uint64 *out)
+{
+	Size		w = 0;
+
+	if (k == 1)
+	{
+		memcpy(out, head[0], (end[0] - head[0]) * sizeof(uint64));
+		return end[0] - head[0];
+	}
+	if (k == 2)
+		return merge2(head[0], end[0] - head[0], head[1], end[1] - head[1], out);
+	while (k > 0)
+	{
+		uint64		v = *head[0];
+
+		/* the smallest head, then advance every run that holds it */
+		for (int r = 1; r < k; r++)
+			if (*head[r] < v)
+				v = *head[r];
+		out[w++] = v;
+		for (int r = 0; r < k;)
+		{
+			if (*head[r] == v && ++head[r] == end[r])
+			{
+				head[r] = head[k - 1];
+				end[r] = end[k - 1];
+				k--;
+				continue;
+			}
+			r++;
+		}
+	}
+	return w;
+}
+
+/*
+ * s's hashes := the union of its sorted, distinct buffer and its runs (each
+ * sorted and distinct), merged into one new buffer: the partial states of a
+ * parallel aggregate, each sorted by its worker, are neither sorted again
+ * nor copied once per combine.  The runs but the first are merged into the
+ * new buffer's tail, which the first is then merged with in place: two
+ * branch-free passes for the usual three partial states (two workers and
+ * the leader).
+ */
+static void
+merge_runs(AmqAggState *s, MemoryContext mcxt)
+{
+	const uint64 *head[MAX_RUNS + 1];
+	const uint64 *end[MAX_RUNS + 1];
+	int			k = 0;
+	Size		total = 0;
+	Size		n0;
+	Size		ntail;
+	uint64	   *out;
+
+	Assert(s->nsorted == s->nhashes);
+	if (s->nhashes > 0)
+	{
+		head[k] = s->hashes;
+		end[k++] = s->hashes + s->nhashes;
+	}
+	for (int r = 0; r < s->nruns; r++)
+	{
+		if (s->runs->len[r] == 0)
+			continue;
+		head[k] = s->runs->run[r];
+		end[k++] = s->runs->run[r] + s->runs->len[r];
+	}
+	for (int r = 0; r < k; r++)
+		total += end[r] - head[r];
+	s->nruns = 0;
+	if (total == 0)
+		return;
+
+	out = AmqAllocBig(mcxt, sizeof(uint64) * total, 0);
+	if (k == 1)
+		s->nhashes = merge_k(head, end, 1, out);
+	else
+	{
+		n0 = end[0] - head[0];
+		ntail = merge_k(head + 1, end + 1, k - 1, out + n0);
+		s->nhashes = merge2(head[0], n0, out + n0, ntail, out);
+	}
+	if (s->hashes != NULL)
+		pfree(s->hashes);
+	s->hashes = out;
+	s->nsorted = s->nhashes;
+	s->maxhashes = total;
 }
 
 /* Combine function: merge two partial states of a parallel aggregate. */
@@ -345,13 +623,21 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 
 	if (b == NULL)
 		PG_RETURN_POINTER(a);
+	if (b->mode == AGG_FILTER)
+		filter_flush(b);
+	else if (b->nruns > 0)
+		merge_runs(b, aggcontext);
 	if (a == NULL)
 	{
 		/* copy b into the aggregate context */
 		a = state_new(aggcontext);
 		*a = *b;
 		a->hashes = NULL;
-		a->nhashes = a->maxhashes = 0;
+		a->nhashes = a->maxhashes = a->nsorted = 0;
+		a->nruns = 0;
+		a->runs = NULL;
+		a->pending = NULL;
+		a->npending = 0;
 		a->filter = NULL;
 		if (b->mode == AGG_FILTER)
 		{
@@ -367,12 +653,37 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 		elog(ERROR, "cannot combine amq_agg states of different modes or kinds");
 
 	if (a->mode == AGG_FILTER)
+	{
+		filter_flush(a);
 		AmqMergeOrError(&a->f, &b->f, AMQ_MERGE_UNION);
+	}
 	else if (b->nhashes > 0)
 	{
-		buffer_reserve(a, b->nhashes, aggcontext);
-		memcpy(a->hashes + a->nhashes, b->hashes, sizeof(uint64) * b->nhashes);
-		a->nhashes += b->nhashes;
+		Size		held = a->nhashes + b->nhashes;
+
+		for (int r = 0; r < a->nruns; r++)
+			held += a->runs->len[r];
+		if (a->nsorted == a->nhashes && b->nsorted == b->nhashes &&
+			b->nruns == 0 && a->nruns < MAX_RUNS && held <= MAX_HASHES)
+		{
+			/*
+			 * Keep b's hashes to merge with the others at the end.  b is a
+			 * deserialized partial state, in the aggregate context until
+			 * the final function, and not used again; the buffer of a is
+			 * marked full so that no row is appended before the merge.
+			 */
+			if (a->runs == NULL)
+				a->runs = MemoryContextAlloc(aggcontext, sizeof(AggRuns));
+			a->runs->run[a->nruns] = b->hashes;
+			a->runs->len[a->nruns++] = b->nhashes;
+			a->maxhashes = a->nhashes;
+		}
+		else
+		{
+			buffer_reserve(a, b->nhashes, aggcontext);
+			memcpy(a->hashes + a->nhashes, b->hashes, sizeof(uint64) * b->nhashes);
+			a->nhashes += b->nhashes;
+		}
 	}
 	PG_RETURN_POINTER(a);
 }
@@ -396,6 +707,7 @@ amq_agg_serialize(PG_FUNCTION_ARGS)
 	}
 	else
 	{
+		filter_flush(s);
 		/* the header (checksum) must be current for deserialize to verify */
 		amq_write_header(&s->f, (uint8 *) VARDATA(s->filter));
 		body = VARSIZE(s->filter) - VARHDRSZ;
@@ -465,10 +777,18 @@ amq_agg_deserialize(PG_FUNCTION_ARGS)
 	s->capacity = hdr.capacity;
 	if (s->mode == AGG_BUFFER)
 	{
+		bool		sorted = true;
+
 		buffer_reserve(s, hdr.nhashes, aggcontext);
 		for (Size i = 0; i < hdr.nhashes; i++)
+		{
 			s->hashes[i] = amq_load64(hdr.body + 8 * i);
+			/* as written by serialize; but the bytes are not trusted */
+			if (i > 0 && s->hashes[i] <= s->hashes[i - 1])
+				sorted = false;
+		}
 		s->nhashes = hdr.nhashes;
+		s->nsorted = sorted ? hdr.nhashes : 0;
 	}
 	else
 	{

@@ -17,6 +17,7 @@
 #include "compat.h"
 
 #include <math.h>
+#include <sys/mman.h>
 
 #include "fmgr.h"
 #include "utils/builtins.h"
@@ -34,10 +35,51 @@ AmqFilterAlloc(AmqFilter *f)
 	if (f->payload_len > AMQ_MAX_PAYLOAD)
 		elog(ERROR, "amqfilter payload of %llu bytes exceeds the limit",
 			 (unsigned long long) f->payload_len);
-	v = (struct varlena *) palloc0(size);
+	v = (struct varlena *) AmqAllocBig(CurrentMemoryContext, size, MCXT_ALLOC_ZERO);
 	SET_VARSIZE(v, size);
 	f->payload = (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE;
 	return v;
+}
+
+/*
+ * Ask for transparent huge pages for the whole 2 MB pages of the "bytes"
+ * at p, before they are first touched: first touching 80 MB in 4 kB pages
+ * costs 20,000 page faults.  Only advice: where the kernel declines (or
+ * offers huge pages to every process anyway), nothing changes.
+ */
+static void
+advise_huge_pages(void *p, Size bytes)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t	lo = TYPEALIGN(AMQ_HUGE_PAGE_BYTES, (uintptr_t) p);
+	uintptr_t	hi = TYPEALIGN_DOWN(AMQ_HUGE_PAGE_BYTES, (uintptr_t) p + bytes);
+
+	if (hi > lo)
+		(void) madvise((void *) lo, hi - lo, MADV_HUGEPAGE);
+#endif
+}
+
+/*
+ * MemoryContextAllocExtended(mcxt, bytes, MCXT_ALLOC_HUGE | flags), asking
+ * for huge pages if it is large.  Such an allocation is a block of its own
+ * (malloc's, usually mmap's), so the advice covers no other allocation.
+ */
+void *
+AmqAllocBig(MemoryContext mcxt, Size bytes, int flags)
+{
+	void	   *p = MemoryContextAllocExtended(mcxt, bytes, MCXT_ALLOC_HUGE | flags);
+
+	if (p != NULL && bytes >= 2 * AMQ_HUGE_PAGE_BYTES)
+		advise_huge_pages(p, bytes);
+	return p;
+}
+
+/* After repalloc_huge of a block to "bytes": advise its new pages too. */
+void
+AmqAdviseBig(void *p, Size bytes)
+{
+	if (bytes >= 2 * AMQ_HUGE_PAGE_BYTES)
+		advise_huge_pages(p, bytes);
 }
 
 /* Write the header (and its checksum) of a filter built in v. */
@@ -495,10 +537,17 @@ AmqRemoveHash(AmqFilter *f, const AmqKindOps *ops, uint64 hash)
 		f->nkeys--;
 }
 
-/* Scratch memory for static builds: NULL on failure, never an ERROR. */
+/*
+ * Scratch memory for static builds: NULL on failure, never an ERROR.  Huge
+ * pages where *ctx: not for ribbon, which zeroes its scratch a chunk at a
+ * time just before it uses it; faulting it in 2 MB at a time ahead of that
+ * measured 10% slower, where fuse and xor gained as much.
+ */
 static void *
 build_alloc(void *ctx, size_t size)
 {
+	if (*(const bool *) ctx)
+		return AmqAllocBig(CurrentMemoryContext, size, MCXT_ALLOC_NO_OOM);
 	return MemoryContextAllocExtended(CurrentMemoryContext, size,
 									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
 }
@@ -538,14 +587,15 @@ AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
 
 		if (ops->caps & AMQ_CAP_STATIC)
 		{
-			AmqAllocator alloc = {build_alloc, build_free, NULL};
+			bool		huge = (kind != AMQ_KIND_RIBBON);
+			AmqAllocator alloc = {build_alloc, build_free, &huge};
 
 			st = ops->build(&f, hashes, n, &alloc);
 		}
 		else if (kind == AMQ_KIND_BLOCKED && f.seed == 0)
 		{
 			/* sorted hashes fill the blocks in order, a block at a time */
-			amq_blocked_insert_run(f.payload, f.param[0], hashes, n);
+			amq_blocked_fill(f.payload, f.param[0], hashes, n);
 		}
 		else
 		{

@@ -22,6 +22,11 @@
 /* bytes of a varlena holding a filter with this payload */
 #define AMQ_VARSIZE(payload_len)	(VARHDRSZ + AMQ_HEADER_SIZE + (Size) (payload_len))
 
+/* allocations from twice this size up ask for transparent huge pages */
+#define AMQ_HUGE_PAGE_BYTES		((Size) 2 * 1024 * 1024)
+
+extern void *AmqAllocBig(MemoryContext mcxt, Size bytes, int flags);
+extern void AmqAdviseBig(void *p, Size bytes);
 extern struct varlena *AmqFilterAlloc(AmqFilter *f);
 extern Datum AmqFilterFinish(struct varlena *v, AmqFilter *f);
 pg_noreturn extern void AmqFilterParseError(AmqStatus st, const uint8 *bytes,

@@ -168,6 +168,70 @@ const uint32_t amq_blocked_bits[32] = {
 	UINT32_C(1) << 28, UINT32_C(1) << 29, UINT32_C(1) << 30, UINT32_C(1) << 31
 };
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/*
+ * amq_blocked_insert_run with AVX2: a block is one 256-bit register, and a
+ * key's eight bits are one multiply by the eight salts, a shift and a
+ * variable shift of ones, OR-ed into it: five instructions per key instead
+ * of eight table lookups.
+ */
+__attribute__((target("avx2")))
+static void
+blocked_fill_avx2(uint8_t *payload, uint64_t nblocks,
+				  const uint64_t *hashes, size_t n)
+{
+	const __m256i salts = _mm256_setr_epi32((int) AMQ_BLOCKED_SALT0,
+											(int) AMQ_BLOCKED_SALT1,
+											(int) AMQ_BLOCKED_SALT2,
+											(int) AMQ_BLOCKED_SALT3,
+											(int) AMQ_BLOCKED_SALT4,
+											(int) AMQ_BLOCKED_SALT5,
+											(int) AMQ_BLOCKED_SALT6,
+											(int) AMQ_BLOCKED_SALT7);
+	const __m256i ones = _mm256_set1_epi32(1);
+	size_t		i = 0;
+
+	while (i < n)
+	{
+		uint64_t	block = amq_blocked_block(hashes[i], nblocks);
+		__m256i    *b = (__m256i *) (payload + block * AMQ_BLOCKED_BLOCK_BYTES);
+		__m256i		acc = _mm256_loadu_si256(b);
+
+		do
+		{
+			__m256i		x = _mm256_set1_epi32((int) (uint32_t) hashes[i]);
+			__m256i		bit = _mm256_srli_epi32(_mm256_mullo_epi32(x, salts), 27);
+
+			acc = _mm256_or_si256(acc, _mm256_sllv_epi32(ones, bit));
+			i++;
+		} while (i < n && amq_blocked_block(hashes[i], nblocks) == block);
+		_mm256_storeu_si256(b, acc);
+	}
+}
+#define BLOCKED_HAVE_AVX2 1
+#endif
+
+/*
+ * Add n (seeded) hashes, sorted ascending (so that blocks come in order,
+ * though any order gives the same bytes), to a payload of nblocks blocks:
+ * with AVX2 where the CPU has it, else amq_blocked_insert_run.
+ */
+void
+amq_blocked_fill(uint8_t *payload, uint64_t nblocks,
+				 const uint64_t *hashes, size_t n)
+{
+#ifdef BLOCKED_HAVE_AVX2
+	if (__builtin_cpu_supports("avx2"))
+	{
+		blocked_fill_avx2(payload, nblocks, hashes, n);
+		return;
+	}
+#endif
+	amq_blocked_insert_run(payload, nblocks, hashes, n);
+}
+
 /* Set the key's bits in its block. */
 static AmqStatus
 blocked_add(AmqFilter *f, uint64_t hash)

@@ -142,4 +142,8 @@ amq_blocked_insert_run(uint8_t *payload, uint64_t nblocks,
 	}
 }
 
+/* amq_blocked_insert_run, vectorized where the CPU allows (kind_blocked.c) */
+extern void amq_blocked_fill(uint8_t *payload, uint64_t nblocks,
+							 const uint64_t *hashes, size_t n);
+
 #endif							/* KIND_BLOCKED_H */

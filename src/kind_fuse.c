@@ -75,6 +75,35 @@ fuse_slots(uint64_t h, uint64_t seglen, uint64_t span, uint64_t *p)
 	p[2] = (p0 + 2 * seglen) ^ (h & (seglen - 1));
 }
 
+/*
+ * The build's prefetch distances: in keys for the counting and assigning
+ * passes, in stack entries for peeling.  Prefetches change no result: the
+ * passes run in the same order either way.
+ */
+#define FUSE_AHEAD			8
+#define FUSE_STACK_AHEAD	4
+
+/* fetch the peeling scratch of slots p, for writing */
+static inline void
+fuse_prefetch_slots(uint32_t *cnt, uint64_t *xh, const uint64_t *p)
+{
+	__builtin_prefetch(&cnt[p[0]], 1);
+	__builtin_prefetch(&cnt[p[1]], 1);
+	__builtin_prefetch(&cnt[p[2]], 1);
+	__builtin_prefetch(&xh[p[0]], 1);
+	__builtin_prefetch(&xh[p[1]], 1);
+	__builtin_prefetch(&xh[p[2]], 1);
+}
+
+/* fetch the payload slots p (of w bits), for writing */
+static inline void
+fuse_prefetch_payload(uint8_t *payload, int w, const uint64_t *p)
+{
+	__builtin_prefetch(payload + p[0] * (uint64_t) w / 8, 1);
+	__builtin_prefetch(payload + p[1] * (uint64_t) w / 8, 1);
+	__builtin_prefetch(payload + p[2] * (uint64_t) w / 8, 1);
+}
+
 /* Segment length, segment count, fingerprint bits for capacity at fpr. */
 static AmqStatus
 fuse_plan(AmqFilter *f, uint64_t capacity, double fpr)
@@ -277,6 +306,11 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			uint64_t	h = keys[i];
 			uint64_t	p[3];
 
+			if (i + FUSE_AHEAD < n)
+			{
+				fuse_slots(keys[i + FUSE_AHEAD], seglen, span, p);
+				fuse_prefetch_slots(cnt, xh, p);
+			}
 			fuse_slots(h, seglen, span, p);
 			amq_fp_count_key(cnt, xh, p, h);
 		}
@@ -297,6 +331,23 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			uint64_t	h;
 			uint64_t	p[3];
 
+			/*
+			 * Slots deeper in the stack come up soon (after the few this
+			 * peel may push): fetch their lines now.
+			 */
+			if (top >= 2 * FUSE_STACK_AHEAD)
+			{
+				uint32_t	later = alone[top - 2 * FUSE_STACK_AHEAD];
+
+				__builtin_prefetch(&cnt[later], 1);
+				__builtin_prefetch(&xh[later], 0);
+			}
+			if (top >= FUSE_STACK_AHEAD)
+			{
+				/* its key's other slots, if it is still alone by then */
+				fuse_slots(xh[alone[top - FUSE_STACK_AHEAD]], seglen, span, p);
+				fuse_prefetch_slots(cnt, xh, p);
+			}
 			if ((c >> 2) != 1)
 				continue;		/* its key was peeled from another slot */
 			h = xh[slot];
@@ -315,6 +366,14 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 				uint64_t	h = xh[slot];
 				uint64_t	p[3];
 
+				/* the key after next's hash, the next key's slots */
+				if (i >= 2 * FUSE_AHEAD)
+					__builtin_prefetch(&xh[keys[i - 2 * FUSE_AHEAD]], 0);
+				if (i >= FUSE_AHEAD)
+				{
+					fuse_slots(xh[keys[i - FUSE_AHEAD]], seglen, span, p);
+					fuse_prefetch_payload(f->payload, w, p);
+				}
 				fuse_slots(h, seglen, span, p);
 				amq_fp_assign(f->payload, slot, w, fpmask, p, h);
 			}

@@ -16,6 +16,8 @@ stay comparable):
                           distinct, random-looking, not clustered on the heap)
              id4  int4    i
              k    text    'user_' || i
+  t_one    one column, the id of t_big's rows i = 1..n (bench.py: n = N/2), so
+           that the per-row cost of an aggregate is not hidden by wide rows
   t_small  about M keys: the ids (and k) of every (2N div M)-th row of t_big,
            i = 1, 1 + step, ..., about M/2 of them, all present in t_big; and
            M/2 keys absent from it: id = -1 .. -M/2, k = 'nouser_' || j.
@@ -71,6 +73,20 @@ def _built_for(conn, table):
 
 def _id_of(i_sql):
     return f"(({i_sql})::bigint * {ID_MULT}) % {ID_MOD}"
+
+
+def ensure_one_column(conn, n):
+    """Make t_one exist: one bigint column, the ids of t_big's rows i = 1..n
+    (t_big must hold at least n rows); rebuilt if built for another n."""
+    tag = f"bloomamq bench t_one N={n}"
+    if _built_for(conn, "t_one") == tag:
+        return False
+    run(conn, "DROP TABLE IF EXISTS t_one")
+    run(conn, f"CREATE TABLE t_one AS SELECT {_id_of('i')} AS id "
+              f"FROM generate_series(1, {n}) AS g(i)")
+    run(conn, f"COMMENT ON TABLE t_one IS '{tag}'")
+    run(conn, "VACUUM ANALYZE t_one")
+    return True
 
 
 def ensure_dataset(conn, n, m=None):
