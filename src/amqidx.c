@@ -36,6 +36,7 @@ AmqIdxInit(void)
 	add_real_reloption(amqidx_relopt_kind, "fpr",
 					   "False-positive rate of each range's filters (0: automatic)",
 					   0.0, 0.0, AMQ_FPR_MAX, AccessExclusiveLock);
+	AmqIdxInsertInit();
 }
 
 /* amoptions: parse and validate the reloptions. */

@@ -375,6 +375,8 @@ extern void AmqIdxCollectRange(Relation heap, Relation index,
 							   uint64 **hashes, Size *nhashes);
 
 /* amqidx_insert.c */
+extern void AmqIdxInsertInit(void);
+extern void AmqIdxFlushBatch(Relation index);
 extern bool amqidxinsert(Relation index, Datum *values, bool *isnull,
 						 ItemPointer ht_ctid, Relation heapRel,
 						 IndexUniqueCheck checkUnique, AMQ_AMINSERT_UNCHANGED_PARAM

@@ -1065,6 +1065,8 @@ check_index(Relation index, Relation heap, bool heapallindexed)
 					 errhint("Run the check in a new transaction.")));
 	}
 
+	/* the rows this backend inserted and holds back (amqidx_insert.c) */
+	AmqIdxFlushBatch(index);
 	AmqIdxLockSpace(index, ShareLock);
 	copy_directory(st);
 	check_pages(st);

@@ -3,6 +3,17 @@
  * amqidx_insert.c
  *	  Inserting into an amq index.
  *
+ * Keys wait in a backend-local batch per index while the rows go to one
+ * range (a bulk insert fills the heap's pages in order), and go in
+ * together: WAL-logging a page costs a comparison of the whole page, so a
+ * batch logs each page it changes once instead of once per key.  A batch
+ * is written when a row goes to another range, when it is full, before
+ * this backend scans or checks the index, and before the transaction
+ * commits or prepares; it is dropped when the transaction aborts.  Other
+ * sessions see the rows only after the commit, so they never miss a key,
+ * and a VACUUM reseal reads the rows of a batch from the heap (it takes
+ * in-progress inserts too), so it does not either.
+ *
  * A key the range's filters already answer true for needs nothing (a
  * duplicate, or a false positive that already covers it): no page changes
  * and no WAL.  Otherwise its bits go into the range's newest dynamic
@@ -17,6 +28,10 @@
  */
 #include "compat.h"
 
+#include "access/parallel.h"
+#include "access/relation.h"
+#include "access/xact.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -32,7 +47,6 @@ typedef struct AmqIdxInsertCache
 {
 	int			ppr;
 	AmqIdxHasher hashers[INDEX_MAX_KEYS];
-	MemoryContext tmpcxt;		/* reset after each insert */
 } AmqIdxInsertCache;
 
 /* The state inserts keep in the IndexInfo, made on the first insert. */
@@ -48,8 +62,6 @@ insert_cache(Relation index, IndexInfo *indexInfo)
 
 		c = palloc0(sizeof(AmqIdxInsertCache));
 		c->ppr = AmqIdxMetaPagesPerRange(index);
-		c->tmpcxt = AllocSetContextCreate(indexInfo->ii_Context, "amq index insert",
-										  ALLOCSET_SMALL_SIZES);
 		for (int i = 0; i < natts; i++)
 			AmqIdxHasherInit(&c->hashers[i], index, i,
 							 TupleDescAttr(RelationGetDescr(index), i)->atttypid);
@@ -131,6 +143,115 @@ add_in_place(Relation index, AmqIdxSeg seg, uint64 hash)
 	UnlockReleaseBuffer(hbuf);
 }
 
+/* a key of a batch and the page its block lies on */
+typedef struct BatchKey
+{
+	uint64		hash;
+	AmqIdxAddr	block;
+} BatchKey;
+
+static int
+batch_key_cmp(const void *a, const void *b)
+{
+	const BatchKey *x = a;
+	const BatchKey *y = b;
+
+	if (x->block.blk != y->block.blk)
+		return x->block.blk < y->block.blk ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Set the bits of up to n keys in a dynamic segment, in place, as few WAL
+ * records as pages allow (the header's page and up to three block pages
+ * each); as many as the segment has room for.  Returns how many of the
+ * first keys went in.  The segment's header page stays locked throughout,
+ * so no other insert changes the segment meanwhile; pages are locked in
+ * ascending order.
+ */
+static int
+add_batch(Relation index, AmqIdxSeg seg, const uint64 *hashes, int n)
+{
+	Buffer		hbuf;
+	AmqFilter	f;
+	uint8	   *hdr;
+	uint64		room;
+	int			m;
+	BatchKey   *keys;
+	int			k = 0;
+
+	hbuf = ReadBuffer(index, seg.addr.blk);
+	LockBuffer(hbuf, BUFFER_LOCK_EXCLUSIVE);
+	AmqIdxCheckPage(index, BufferGetPage(hbuf), seg.addr.blk, AMQIDX_PAGE_DATA);
+	hdr = (uint8 *) AmqIdxPageContent(BufferGetPage(hbuf)) + seg.addr.off;
+	amq_parse_trusted(hdr, AMQ_HEADER_SIZE, &f);
+	f.payload = NULL;
+	if (amq_load32(hdr) != AMQ_MAGIC || f.kind != AMQ_KIND_BLOCKED ||
+		amq_blocked_ops.check(&f) != AMQ_OK ||
+		seg.addr.off + AMQ_HEADER_SIZE > AMQIDX_CONTENT)
+		AmqIdxCorrupted(index, seg.addr.blk, "a dynamic segment header is malformed");
+	room = f.nkeys < seg.capacity ? seg.capacity - f.nkeys : 0;
+	m = (int) Min((uint64) n, room);
+	if (m == 0)
+	{
+		UnlockReleaseBuffer(hbuf);
+		return 0;
+	}
+
+	keys = palloc(sizeof(BatchKey) * m);
+	for (int i = 0; i < m; i++)
+	{
+		uint64		off;
+		uint32		len;
+
+		amq_blocked_ops.probe_span(&f, hashes[i], &off, &len);
+		keys[i].hash = hashes[i];
+		keys[i].block = AmqIdxAddrAdd(seg.addr, AMQ_HEADER_SIZE + off);
+	}
+	qsort(keys, m, sizeof(BatchKey), batch_key_cmp);
+
+	while (k < m)
+	{
+		GenericXLogState *state = GenericXLogStart(index);
+		Page		hpage = GenericXLogRegisterBuffer(state, hbuf, 0);
+		Buffer		bufs[3];
+		Page		pages[3];
+		int			nbufs = 0;
+
+		while (k < m)
+		{
+			BlockNumber blk = keys[k].block.blk;
+			Page		page;
+
+			if (blk == seg.addr.blk)
+				page = hpage;
+			else if (nbufs > 0 && BufferGetBlockNumber(bufs[nbufs - 1]) == blk)
+				page = pages[nbufs - 1];
+			else if (nbufs == lengthof(bufs))
+				break;
+			else
+			{
+				bufs[nbufs] = ReadBuffer(index, blk);
+				LockBuffer(bufs[nbufs], BUFFER_LOCK_EXCLUSIVE);
+				AmqIdxCheckPage(index, BufferGetPage(bufs[nbufs]), blk, AMQIDX_PAGE_DATA);
+				pages[nbufs] = GenericXLogRegisterBuffer(state, bufs[nbufs], 0);
+				page = pages[nbufs++];
+			}
+			amq_blocked_insert((uint8 *) AmqIdxPageContent(page) + keys[k].block.off,
+							   (uint32) amq_seeded(&f, keys[k].hash));
+			k++;
+		}
+		amq_store64((uint8 *) AmqIdxPageContent(hpage) + seg.addr.off + AMQ_OFF_NKEYS,
+					f.nkeys + k);
+		GenericXLogFinish(state);
+		for (int i = 0; i < nbufs; i++)
+			UnlockReleaseBuffer(bufs[i]);
+	}
+	UnlockReleaseBuffer(hbuf);
+	pfree(keys);
+	return m;
+}
+
 /*
  * Must the key be added to column att of the range: does none of its
  * filters answer true?  If so, *room says whether the newest segment can
@@ -167,68 +288,6 @@ needs_key(AmqIdxReader *r, const AmqIdxRange *rg, int att, uint64 hash,
 		*room = f.f.nkeys < rg->segs[att][s].capacity;
 	}
 	return true;
-}
-
-/*
- * The fast path: under the directory page's share lock, add what needs
- * adding to segments with room.  False (nothing changed) when a column
- * needs a new segment or the range a record.
- */
-static bool
-insert_fast(Relation index, uint32 range, uint64 *hashes, bool *need)
-{
-	Buffer		metabuf;
-	Buffer		dirbuf;
-	AmqIdxMetaPage meta;
-	BlockNumber dirblk;
-	AmqIdxAddr	entry;
-	AmqIdxRange rg;
-	AmqIdxReader r;
-	int			natts = IndexRelationGetNumberOfKeyAttributes(index);
-	bool		add[INDEX_MAX_KEYS];
-	bool		ok = true;
-
-	metabuf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-	meta = AmqIdxCheckMetaPage(index, BufferGetPage(metabuf));
-	if (range >= meta->nranges)
-	{
-		UnlockReleaseBuffer(metabuf);
-		return false;
-	}
-	dirblk = meta->dirpages[range / AMQIDX_DIR_PER_PAGE];
-	UnlockReleaseBuffer(metabuf);
-
-	dirbuf = ReadBuffer(index, dirblk);
-	LockBuffer(dirbuf, BUFFER_LOCK_SHARE);
-	AmqIdxCheckPage(index, BufferGetPage(dirbuf), dirblk, AMQIDX_PAGE_DIR);
-	entry = AmqIdxPageGetDir(BufferGetPage(dirbuf))[range % AMQIDX_DIR_PER_PAGE];
-	if (entry.blk == InvalidBlockNumber)
-	{
-		UnlockReleaseBuffer(dirbuf);
-		return false;
-	}
-
-	AmqIdxReaderInit(&r, index);
-	AmqIdxReadRange(&r, entry, &rg);
-	for (int i = 0; i < natts; i++)
-	{
-		bool		room;
-
-		add[i] = need[i] && needs_key(&r, &rg, i, hashes[i], &room);
-		if (add[i] && !room)
-			ok = false;
-	}
-	AmqIdxReaderRelease(&r);
-
-	if (ok)
-	{
-		for (int i = 0; i < natts; i++)
-			if (add[i])
-				add_in_place(index, rg.segs[i][rg.nsegs[i] - 1], hashes[i]);
-	}
-	UnlockReleaseBuffer(dirbuf);
-	return ok;
 }
 
 /*
@@ -346,7 +405,285 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 	AmqIdxUnlockSpace(index, ExclusiveLock);
 }
 
-/* aminsert: add a new heap tuple's keys to its range's dynamic segments. */
+/*
+ * A batch of rows of one range: under the directory page's share lock,
+ * each column's keys that its filters do not answer true for go into its
+ * newest segment, as many as it has room for.  need[row * natts + att] is
+ * cleared for each key that went in or was there.  Returns whether some
+ * remain: a column without a segment with room, or a range without a
+ * record, which the slow path gives them.
+ */
+static bool
+insert_batch(Relation index, uint32 range, int nrows, const uint64 *hashes,
+			 bool *need)
+{
+	Buffer		metabuf;
+	Buffer		dirbuf;
+	AmqIdxMetaPage meta;
+	BlockNumber dirblk;
+	AmqIdxAddr	entry;
+	AmqIdxRange rg;
+	AmqIdxReader r;
+	int			natts = IndexRelationGetNumberOfKeyAttributes(index);
+	uint64	   *add = palloc(sizeof(uint64) * nrows);
+	int		   *rows = palloc(sizeof(int) * nrows);
+	bool		remain = false;
+
+	metabuf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	meta = AmqIdxCheckMetaPage(index, BufferGetPage(metabuf));
+	if (range >= meta->nranges)
+	{
+		UnlockReleaseBuffer(metabuf);
+		return true;
+	}
+	dirblk = meta->dirpages[range / AMQIDX_DIR_PER_PAGE];
+	UnlockReleaseBuffer(metabuf);
+
+	dirbuf = ReadBuffer(index, dirblk);
+	LockBuffer(dirbuf, BUFFER_LOCK_SHARE);
+	AmqIdxCheckPage(index, BufferGetPage(dirbuf), dirblk, AMQIDX_PAGE_DIR);
+	entry = AmqIdxPageGetDir(BufferGetPage(dirbuf))[range % AMQIDX_DIR_PER_PAGE];
+	if (entry.blk == InvalidBlockNumber)
+	{
+		UnlockReleaseBuffer(dirbuf);
+		return true;
+	}
+
+	AmqIdxReaderInit(&r, index);
+	AmqIdxReadRange(&r, entry, &rg);
+	for (int att = 0; att < natts; att++)
+	{
+		int			n = 0;
+		int			nsegs = rg.nsegs[att];
+		int			added = 0;
+
+		for (int row = 0; row < nrows; row++)
+		{
+			bool		room;
+
+			if (!need[row * natts + att])
+				continue;
+			if (needs_key(&r, &rg, att, hashes[row * natts + att], &room))
+			{
+				add[n] = hashes[row * natts + att];
+				rows[n++] = row;
+			}
+			else
+				need[row * natts + att] = false;
+		}
+		/* add_batch locks pages exclusively: no page of the reader's stays locked */
+		AmqIdxReaderRelease(&r);
+		if (n > 0 && nsegs > 0 &&
+			!((rg.flags & AMQIDX_RANGE_RESEALING) && nsegs <= rg.reseal_from[att]))
+			added = add_batch(index, rg.segs[att][nsegs - 1], add, n);
+		for (int i = 0; i < added; i++)
+			need[rows[i] * natts + att] = false;
+		remain |= (added < n);
+	}
+	UnlockReleaseBuffer(dirbuf);
+	return remain;
+}
+
+/* ---- batches ---- */
+
+#define AMQIDX_BATCH_ROWS		8192
+#define AMQIDX_MAX_BATCHES		8
+
+/* The keys of rows not yet in one index: all of one range. */
+typedef struct AmqIdxBatch
+{
+	Oid			indexid;		/* InvalidOid: a free slot */
+	uint32		range;
+	int			natts;
+	int			ppr;
+	int			nrows;
+	uint64	   *hashes;			/* nrows * natts */
+	bool	   *need;			/* nrows * natts: key not NULL, not in yet */
+	MemoryContext cxt;			/* of the arrays and the hashers */
+	MemoryContext tmpcxt;		/* reset after each write */
+	bool		have_hashers;
+	AmqIdxHasher hashers[INDEX_MAX_KEYS];
+} AmqIdxBatch;
+
+static AmqIdxBatch batches[AMQIDX_MAX_BATCHES];
+static int	batched_rows;		/* in all batches */
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+/* Write a batch into its index, then empty it. */
+static void
+batch_write(Relation index, AmqIdxBatch *b)
+{
+	MemoryContext old = MemoryContextSwitchTo(b->tmpcxt);
+	int			natts = b->natts;
+
+	while (b->nrows > 0 && insert_batch(index, b->range, b->nrows, b->hashes, b->need))
+	{
+		/* the first row with a key left takes the slow path */
+		for (int row = 0; row < b->nrows; row++)
+		{
+			bool		left = false;
+
+			for (int i = 0; i < natts; i++)
+				left |= b->need[row * natts + i];
+			if (!left)
+				continue;
+			if (!b->have_hashers)
+			{
+				MemoryContextSwitchTo(b->cxt);
+				for (int i = 0; i < natts; i++)
+					AmqIdxHasherInit(&b->hashers[i], index, i,
+									 TupleDescAttr(RelationGetDescr(index), i)->atttypid);
+				b->have_hashers = true;
+				MemoryContextSwitchTo(b->tmpcxt);
+			}
+			insert_slow(index, b->range, b->ppr, &b->hashes[row * natts],
+						&b->need[row * natts], b->hashers);
+			memset(&b->need[row * natts], 0, sizeof(bool) * natts);
+			break;
+		}
+		MemoryContextReset(b->tmpcxt);
+	}
+	batched_rows -= b->nrows;
+	b->nrows = 0;
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(b->tmpcxt);
+}
+
+/* Forget a batch (its transaction ended). */
+static void
+batch_free(AmqIdxBatch *b)
+{
+	batched_rows -= b->nrows;
+	if (b->cxt != NULL)
+		MemoryContextDelete(b->cxt);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Write the batch of another index than the one at hand, opened by OID. */
+static void
+batch_write_by_oid(AmqIdxBatch *b)
+{
+	Relation	index;
+
+	if (b->nrows == 0)
+		return;
+	/* gone in this transaction (dropped, or created in an aborted subtransaction) */
+	index = try_relation_open(b->indexid, RowExclusiveLock);
+	if (index != NULL && index->rd_rel->relkind == RELKIND_INDEX &&
+		index->rd_indam != NULL && index->rd_indam->ambuild == amqidxbuild)
+		batch_write(index, b);
+	batched_rows -= b->nrows;
+	b->nrows = 0;
+	if (index != NULL)
+		relation_close(index, NoLock);
+}
+
+/*
+ * Write what this backend holds back for the index: before it reads the
+ * index, so that it finds the rows it inserted.
+ */
+void
+AmqIdxFlushBatch(Relation index)
+{
+	for (int i = 0; i < AMQIDX_MAX_BATCHES; i++)
+		if (batches[i].indexid == RelationGetRelid(index) && batches[i].nrows > 0)
+			batch_write(index, &batches[i]);
+}
+
+/* Before commit (or prepare) every batch is written; at abort dropped. */
+static void
+batch_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			for (int i = 0; i < AMQIDX_MAX_BATCHES; i++)
+				if (batches[i].indexid != InvalidOid)
+					batch_write_by_oid(&batches[i]);
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			for (int i = 0; i < AMQIDX_MAX_BATCHES; i++)
+				if (batches[i].indexid != InvalidOid)
+					batch_free(&batches[i]);
+			break;
+	}
+}
+
+/*
+ * Every query this backend starts sees the rows it inserted before: a
+ * parallel worker, which may build the bitmap of a scan, has no batch of
+ * its own, and a query of a trigger runs while its statement inserts.
+ */
+static void
+batch_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if (batched_rows > 0 && !IsParallelWorker())
+		for (int i = 0; i < AMQIDX_MAX_BATCHES; i++)
+			if (batches[i].indexid != InvalidOid)
+				batch_write_by_oid(&batches[i]);
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+/* Called once, when the library loads. */
+void
+AmqIdxInsertInit(void)
+{
+	RegisterXactCallback(batch_xact_callback, NULL);
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = batch_executor_start;
+}
+
+/* The batch of the index, made (or a slot freed for it) if it has none. */
+static AmqIdxBatch *
+batch_for(Relation index, int ppr)
+{
+	Oid			relid = RelationGetRelid(index);
+	int			natts = IndexRelationGetNumberOfKeyAttributes(index);
+	AmqIdxBatch *b = NULL;
+
+	for (int i = 0; i < AMQIDX_MAX_BATCHES; i++)
+	{
+		if (batches[i].indexid == relid)
+			return &batches[i];
+		if (b == NULL && batches[i].indexid == InvalidOid)
+			b = &batches[i];
+	}
+	if (b == NULL)
+	{
+		/* every slot taken: the last one's index gets its rows now */
+		b = &batches[AMQIDX_MAX_BATCHES - 1];
+		batch_write_by_oid(b);
+		batch_free(b);
+	}
+	b->indexid = relid;
+	b->natts = natts;
+	b->ppr = ppr;
+	b->nrows = 0;
+	b->have_hashers = false;
+	b->cxt = AllocSetContextCreate(TopMemoryContext, "amq index insert batch",
+								   ALLOCSET_DEFAULT_SIZES);
+	b->tmpcxt = AllocSetContextCreate(b->cxt, "amq index insert batch write",
+									  ALLOCSET_DEFAULT_SIZES);
+	b->hashes = MemoryContextAlloc(b->cxt, sizeof(uint64) * AMQIDX_BATCH_ROWS * natts);
+	b->need = MemoryContextAlloc(b->cxt, sizeof(bool) * AMQIDX_BATCH_ROWS * natts);
+	return b;
+}
+
+/*
+ * aminsert: hold a new heap tuple's keys back in the index's batch, written
+ * when the next row goes to another range or the batch is full (and before
+ * a scan by this backend or the commit).
+ */
 bool
 amqidxinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 			 Relation heapRel, IndexUniqueCheck checkUnique,
@@ -355,27 +692,32 @@ amqidxinsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	AmqIdxInsertCache *c = insert_cache(index, indexInfo);
 	int			natts = IndexRelationGetNumberOfKeyAttributes(index);
 	uint64		hashes[INDEX_MAX_KEYS];
-	bool		need[INDEX_MAX_KEYS];
 	bool		any = false;
 	uint32		range = ItemPointerGetBlockNumber(ht_ctid) / c->ppr;
-	MemoryContext old;
+	AmqIdxBatch *b;
 
+	/*
+	 * Hash first: a support function in SQL runs a query, whose start
+	 * writes the batches (batch_executor_start).
+	 */
 	for (int i = 0; i < natts; i++)
 	{
-		need[i] = !isnull[i];
-		if (need[i])
-		{
-			hashes[i] = AmqIdxHash(&c->hashers[i], values[i]);
-			any = true;
-		}
+		hashes[i] = isnull[i] ? 0 : AmqIdxHash(&c->hashers[i], values[i]);
+		any |= !isnull[i];
 	}
 	if (!any)
 		return false;
 
-	old = MemoryContextSwitchTo(c->tmpcxt);
-	if (!insert_fast(index, range, hashes, need))
-		insert_slow(index, range, c->ppr, hashes, need, c->hashers);
-	MemoryContextSwitchTo(old);
-	MemoryContextReset(c->tmpcxt);
+	b = batch_for(index, c->ppr);
+	if (b->nrows > 0 && (b->range != range || b->nrows == AMQIDX_BATCH_ROWS))
+		batch_write(index, b);
+	b->range = range;
+	for (int i = 0; i < natts; i++)
+	{
+		b->need[b->nrows * natts + i] = !isnull[i];
+		b->hashes[b->nrows * natts + i] = hashes[i];
+	}
+	b->nrows++;
+	batched_rows++;
 	return false;
 }

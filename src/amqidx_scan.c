@@ -174,6 +174,9 @@ amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	if (so->impossible)
 		return 0;
 
+	/* the rows this backend inserted and holds back (amqidx_insert.c) */
+	AmqIdxFlushBatch(index);
+
 	buf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	meta = AmqIdxCheckMetaPage(index, BufferGetPage(buf));
