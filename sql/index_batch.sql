@@ -23,10 +23,10 @@ $$;
 
 -- the same transaction: rows of one statement, then of the next
 BEGIN;
-INSERT INTO bat SELECT g, g * 7, 't' || g FROM generate_series(1, 20000) g;
-SELECT pg_temp.found(7 * 12345) AS in_transaction;
-INSERT INTO bat SELECT g, g * 7, 't' || g FROM generate_series(20001, 20100) g;
-SELECT pg_temp.found(7 * 20050) AS next_statement;
+INSERT INTO bat SELECT g, g * 7, 't' || g FROM generate_series(1, 8000) g;
+SELECT pg_temp.found(7 * 4321) AS in_transaction;
+INSERT INTO bat SELECT g, g * 7, 't' || g FROM generate_series(8001, 8100) g;
+SELECT pg_temp.found(7 * 8050) AS next_statement;
 COMMIT;
 SELECT amq_index_check('bat_k', true), amq_index_check('bat_t', true);
 
@@ -35,8 +35,8 @@ SELECT amq_index_check('bat_k', true), amq_index_check('bat_t', true);
 BEGIN;
 INSERT INTO bat SELECT g, -g, 'aborted' FROM generate_series(1, 5000) g;
 ROLLBACK;
-INSERT INTO bat SELECT g, g * 7, 't' || g FROM generate_series(20101, 25000) g;
-SELECT pg_temp.found(7 * 24999) AS after_rollback, pg_temp.found(-17) AS rolled_back;
+INSERT INTO bat SELECT g, g * 7, 't' || g FROM generate_series(8101, 10000) g;
+SELECT pg_temp.found(7 * 9999) AS after_rollback, pg_temp.found(-17) AS rolled_back;
 
 -- an AFTER ROW trigger runs its queries at the statement's end, while the
 -- statement's keys still wait: each finds its own row through the index
@@ -48,21 +48,21 @@ BEGIN
 END
 $$;
 CREATE TRIGGER bat_after AFTER INSERT ON bat FOR EACH ROW EXECUTE FUNCTION pg_temp.bat_trigger();
-INSERT INTO bat SELECT g, g * 7, 't' || g FROM generate_series(25001, 25300) g;
+INSERT INTO bat SELECT g, g * 7, 't' || g FROM generate_series(10001, 10300) g;
 SELECT count(*) AS rows_seen, count(*) FILTER (WHERE found = 0) AS not_found FROM bat_seen;
 DROP TRIGGER bat_after ON bat;
 
 -- a parallel plan in the transaction that inserted (its workers have no
 -- batch of their own): the same rows as a sequential scan
 BEGIN;
-INSERT INTO bat SELECT g, g * 7, 'p' || g FROM generate_series(30001, 60000) g;
+INSERT INTO bat SELECT g, g * 7, 'p' || g FROM generate_series(30001, 40000) g;
 SET LOCAL parallel_setup_cost = 0;
 SET LOCAL parallel_tuple_cost = 0;
 SET LOCAL min_parallel_table_scan_size = 0;
 SET LOCAL max_parallel_workers_per_gather = 2;
 SET LOCAL enable_seqscan = off;
 SET LOCAL enable_indexscan = off;
-SELECT count(*) AS parallel_found FROM bat WHERE k = ANY (ARRAY(SELECT g * 7 FROM generate_series(30001, 60000, 997) g));
+SELECT count(*) AS parallel_found FROM bat WHERE k = ANY (ARRAY(SELECT g * 7 FROM generate_series(30001, 40000, 997) g));
 COMMIT;
 
 -- an index created in a subtransaction that rolls back, and an index
@@ -84,7 +84,7 @@ SELECT pg_temp.found(7 * 62500) AS after_commit, pg_temp.found(7 * 60500) AS rol
 CREATE TABLE bat9 (c1 int8, c2 int8, c3 int8, c4 int8, c5 int8, c6 int8, c7 int8, c8 int8, c9 int8);
 SELECT format('CREATE INDEX ON bat9 USING amq (c%s)', i) FROM generate_series(1, 9) i \gexec
 INSERT INTO bat9 SELECT g, g + 1, g + 2, g + 3, g + 4, g + 5, g + 6, g + 7, g + 8
-FROM generate_series(1, 30000) g;
+FROM generate_series(1, 8000) g;
 SELECT count(*) AS checked
 FROM pg_index x, LATERAL (SELECT amq_index_check(x.indexrelid, true)) c
 WHERE x.indrelid = 'bat9'::regclass;
