@@ -427,8 +427,8 @@ amq_bitarray_merge(AmqFilter *dst, const AmqFilter *src, AmqMergeOp op)
 
 /*
  * The serialized state of the amq_agg aggregates (see core.h for the
- * layout).  Partial states cross process boundaries and may come from
- * other systems (Citus ships them between nodes), so they are validated
+ * layout).  Partial states cross process boundaries (parallel workers
+ * send them to the leader through shared memory), so they are validated
  * as strictly as filters: amq_state_parse() is what the aggregate's
  * deserialize function runs, and it leaves nothing to check afterwards.
  */
