@@ -131,8 +131,9 @@ fuzz-smoke: fuzz-build
 
 EXTRA_CLEAN += $(FUZZ_BINS) test/fuzz/make_corpus test/fuzz/corpus test/fuzz/work
 
-# The regression suite with the server under valgrind's memcheck, and the
-# strict builds (gcc and clang, -Werror, assertions compiled).
+# The regression files and TAP tests with the servers under valgrind's
+# memcheck, and the strict builds (gcc and clang, -Werror, assertions
+# compiled).
 .PHONY: valgrind-check strict-build
 valgrind-check:
 	PG_CONFIG=$(PG_CONFIG) tools/valgrind-check

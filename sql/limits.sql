@@ -5,6 +5,12 @@
 
 SET max_parallel_workers_per_gather = 0;
 
+-- bloomamq_test.scale (a fraction, default 1; tools/valgrind-check sets it)
+-- shrinks the million keys and the million groups (to no fewer than
+-- 100,000): the output is the same at any scale.
+SELECT greatest(100000, round(1000000 * coalesce(nullif(current_setting('bloomamq_test.scale', true), '')::float8, 1)))::int
+	AS million \gset
+
 -- run q; return its error's SQLSTATE, message, detail and hint
 CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
@@ -79,10 +85,10 @@ FROM (SELECT amq_add(amq_new('scalable', 100), ARRAY(SELECT i FROM lkeys)) AS f 
 -- static kinds take no capacity and are built from every key
 SELECT pg_temp.err($$SELECT amq_agg(i, 0.01, 'xor', 100) FROM lkeys$$);
 SELECT pg_temp.err($$SELECT amq_add(amq_from_array(ARRAY[1, 2], 0.01, 'fuse'), 3)$$);
-SELECT kind, amq_count(f) AS keys, (SELECT count(*) FROM lkeys WHERE NOT f @> i) AS false_negatives,
-	octet_length(f::bytea) * 8.0 / 1000000 < 12 AS under_12_bits_per_key
+SELECT kind, amq_count(f) = :million AS every_key, (SELECT count(*) FROM lkeys WHERE NOT f @> i) AS false_negatives,
+	octet_length(f::bytea) * 8.0 / :million < 12 AS under_12_bits_per_key
 FROM unnest(ARRAY['xor', 'fuse', 'ribbon']) kind,
-	LATERAL (SELECT amq_agg(i, 0.01, kind) AS f FROM generate_series(1, 1000000) i) a
+	LATERAL (SELECT amq_agg(i, 0.01, kind) AS f FROM generate_series(1, :million) i) a
 ORDER BY kind;
 
 --
@@ -131,8 +137,8 @@ SET work_mem = '4MB';
 SET hash_mem_multiplier = 2;
 SELECT pg_temp.session_bytes() AS mem_before \gset
 SELECT batches > 1 AS spilled, disk_kb > 0 AS used_disk, peak_kb < 16 * 1024 AS peak_under_16mb
-FROM pg_temp.hashagg($$SELECT count(*), sum(octet_length(f::bytea)), bool_and(f @> g)
-	FROM (SELECT g, amq_agg(g) AS f FROM generate_series(1, 1000000) g GROUP BY g) s$$);
+FROM pg_temp.hashagg(format($$SELECT count(*), sum(octet_length(f::bytea)), bool_and(f @> g)
+	FROM (SELECT g, amq_agg(g) AS f FROM generate_series(1, %s) g GROUP BY g) s$$, :million));
 SELECT pg_temp.session_bytes() - :mem_before < 8 * 1024 * 1024 AS session_memory_steady;
 -- groups with a large capacity each: hash aggregation spills instead of
 -- holding every group's filter

@@ -57,11 +57,13 @@ BEGIN
 EXCEPTION WHEN invalid_text_representation THEN
 	RETURN false;
 END $$;
+-- Each key is tried once per type of its key set (not once per vector).
 CREATE TEMP TABLE vec_unheld AS
-SELECT DISTINCT m.keyset, t.typ
-FROM vec_manifest m, unnest(string_to_array(m.types, ',')) t(typ),
+SELECT DISTINCT kt.keyset, kt.typ
+FROM (SELECT DISTINCT m.keyset, t.typ
+	  FROM vec_manifest m, unnest(string_to_array(m.types, ',')) t(typ)) kt,
 	(SELECT keyset, v FROM vec_keys UNION SELECT keyset, v FROM vec_absent) k
-WHERE k.keyset = m.keyset AND NOT pg_temp.holds(k.v, t.typ);
+WHERE k.keyset = kt.keyset AND NOT pg_temp.holds(k.v, kt.typ);
 SELECT coalesce(bool_and(typ = 'numeric'
 		AND current_setting('server_version_num')::int < 140000), true)
 	AS unbuildable_only_numeric_infinity_before_14

@@ -42,7 +42,13 @@ INSERT INTO t SELECT 200000 + g, 'k' || (200000 + g), repeat('q', 40) FROM gener
 
 # For random damage: many indexes of another table, of several columns and
 # pages_per_range, with sealed ranges, overflow and growing ranges.
-my $nrandom = 60;
+# BLOOMAMQ_TEST_SCALE (a fraction, default 1; tools/valgrind-check sets it
+# for servers under memcheck) damages fewer of them, at least 20, and makes
+# the table of the last test, each of whose rows is looked up through the
+# index at its end, smaller.
+my $scale = $ENV{BLOOMAMQ_TEST_SCALE} || 1;
+my $nrandom = int(60 * $scale) > 20 ? int(60 * $scale) : 20;
+my $nr = int(20000 * $scale) > 2000 ? int(20000 * $scale) : 2000;
 $node->safe_psql('postgres', q{
 CREATE TABLE m (id int8, k text, pad text);
 INSERT INTO m SELECT g, 'k' || g, repeat('p', 40) FROM generate_series(1, 3000) g;
@@ -410,10 +416,10 @@ is($ret, 0, 'the index passes after the concurrent inserts') or diag($err);
 # have passed the new row's page, so while a reseal runs, inserts add every
 # key to the segment that survives it.  Before that rule this lost rows
 # within seconds.
-$node->safe_psql('postgres', q{
+$node->safe_psql('postgres', qq{
 CREATE SEQUENCE rs START 1000001;
 CREATE TABLE r (id int8, pad text);
-INSERT INTO r SELECT g, repeat('p', 40) FROM generate_series(1, 20000) g;
+INSERT INTO r SELECT g, repeat('p', 40) FROM generate_series(1, $nr) g;
 CREATE INDEX r_amq ON r USING amq (id) WITH (pages_per_range = 4, fpr = 0.5);
 DELETE FROM r WHERE id % 3 = 0;
 VACUUM r;

@@ -20,6 +20,9 @@
 # (connections lost) are expected, any ERROR from the server is not.
 #
 # SOAK_CYCLES and SOAK_SECONDS (load per cycle) lengthen the soak.
+# BLOOMAMQ_TEST_SCALE (a fraction, default 1; tools/valgrind-check sets it
+# for servers under memcheck) shrinks the original rows, each of which every
+# check looks up through the index; the cycles and their load stay.
 
 use strict;
 use warnings;
@@ -36,7 +39,9 @@ my $seconds = $ENV{SOAK_SECONDS} || 12;
 # the original rows: ids 1 .. $norig; id % 4 = 0 deleted before the load,
 # id % 4 = 2 (and inserted ids = 2 mod 4) deleted by the deleters, odd ids
 # never deleted (the readers look those up)
-my $norig = 12000;
+my $scale = $ENV{BLOOMAMQ_TEST_SCALE} || 1;
+my $norig = 4 * int(3000 * $scale);
+$norig = 1200 if $norig < 1200;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
@@ -87,7 +92,7 @@ INSERT INTO ins SELECT id FROM i;
 		clients => 1,
 		rate => 30,
 		script => q{
-\set p random(0, 2999)
+\set p random(0, } . ($norig / 4 - 1) . q{)
 \set p 4 * :p + 2
 SELECT last_value AS hi FROM s \gset
 \set q random(1000001, :hi)
@@ -101,7 +106,7 @@ INSERT INTO del SELECT id FROM d;
 	lookup => {
 		clients => 2,
 		script => q{
-\set p random(0, 5999)
+\set p random(0, } . ($norig / 2 - 1) . q{)
 \set p 2 * :p + 1
 SELECT 1 / count(*) FROM t WHERE id = :p AND k = 'k' || :p;
 SELECT last_value AS hi FROM s \gset
@@ -117,7 +122,7 @@ LEFT JOIN t ON t.id = r.id AND t.k = 'k' || r.id;
 	agg => {
 		clients => 1,
 		script => q{
-\set p random(0, 5999)
+\set p random(0, } . ($norig / 2 - 1) . q{)
 \set p 2 * :p + 1
 SELECT 1 / (amq_agg(id) @> :p::int8 AND amq_agg(k) @> ('k' || :p)
 	AND coalesce(amq_agg(id) @> (SELECT max(id) FROM ins WHERE id % 4 <> 2), true))::int
