@@ -71,6 +71,29 @@ insert_cache(Relation index, IndexInfo *indexInfo)
 	return c;
 }
 
+/*
+ * The page of a dynamic segment's header, exclusively locked, and the
+ * header decoded into *f (payload NULL), checked before anything is set.
+ */
+static Buffer
+lock_segment(Relation index, AmqIdxSeg seg, AmqFilter *f)
+{
+	Buffer		hbuf = ReadBuffer(index, seg.addr.blk);
+	uint8	   *hdr;
+
+	LockBuffer(hbuf, BUFFER_LOCK_EXCLUSIVE);
+	AmqIdxCheckPage(index, BufferGetPage(hbuf), seg.addr.blk, AMQIDX_PAGE_DATA);
+	if (seg.addr.off + AMQ_HEADER_SIZE > AMQIDX_CONTENT)
+		AmqIdxCorrupted(index, seg.addr.blk, "a dynamic segment header is malformed");
+	hdr = (uint8 *) AmqIdxPageContent(BufferGetPage(hbuf)) + seg.addr.off;
+	amq_parse_trusted(hdr, AMQ_HEADER_SIZE, f);
+	f->payload = NULL;
+	if (amq_load32(hdr) != AMQ_MAGIC || f->kind != AMQ_KIND_BLOCKED ||
+		amq_blocked_ops.check(f) != AMQ_OK)
+		AmqIdxCorrupted(index, seg.addr.blk, "a dynamic segment header is malformed");
+	return hbuf;
+}
+
 /* Set a key's bits in a dynamic segment, in place, WAL-logged. */
 static void
 add_in_place(Relation index, AmqIdxSeg seg, uint64 hash)
@@ -84,19 +107,9 @@ add_in_place(Relation index, AmqIdxSeg seg, uint64 hash)
 	GenericXLogState *state;
 	Page		hpage;
 	Page		bpage;
-	uint8	   *hdr;
 	uint64		nkeys;
 
-	hbuf = ReadBuffer(index, seg.addr.blk);
-	LockBuffer(hbuf, BUFFER_LOCK_EXCLUSIVE);
-	AmqIdxCheckPage(index, BufferGetPage(hbuf), seg.addr.blk, AMQIDX_PAGE_DATA);
-	hdr = (uint8 *) AmqIdxPageContent(BufferGetPage(hbuf)) + seg.addr.off;
-	amq_parse_trusted(hdr, AMQ_HEADER_SIZE, &f);
-	f.payload = NULL;
-	if (amq_load32(hdr) != AMQ_MAGIC || f.kind != AMQ_KIND_BLOCKED ||
-		amq_blocked_ops.check(&f) != AMQ_OK ||
-		seg.addr.off + AMQ_HEADER_SIZE > AMQIDX_CONTENT)
-		AmqIdxCorrupted(index, seg.addr.blk, "a dynamic segment header is malformed");
+	hbuf = lock_segment(index, seg, &f);
 	amq_blocked_ops.probe_span(&f, hash, &off, &len);
 	block = AmqIdxAddrAdd(seg.addr, AMQ_HEADER_SIZE + off);
 	if (block.blk != seg.addr.blk)
@@ -174,22 +187,12 @@ add_batch(Relation index, AmqIdxSeg seg, const uint64 *hashes, int n)
 {
 	Buffer		hbuf;
 	AmqFilter	f;
-	uint8	   *hdr;
 	uint64		room;
 	int			m;
 	BatchKey   *keys;
 	int			k = 0;
 
-	hbuf = ReadBuffer(index, seg.addr.blk);
-	LockBuffer(hbuf, BUFFER_LOCK_EXCLUSIVE);
-	AmqIdxCheckPage(index, BufferGetPage(hbuf), seg.addr.blk, AMQIDX_PAGE_DATA);
-	hdr = (uint8 *) AmqIdxPageContent(BufferGetPage(hbuf)) + seg.addr.off;
-	amq_parse_trusted(hdr, AMQ_HEADER_SIZE, &f);
-	f.payload = NULL;
-	if (amq_load32(hdr) != AMQ_MAGIC || f.kind != AMQ_KIND_BLOCKED ||
-		amq_blocked_ops.check(&f) != AMQ_OK ||
-		seg.addr.off + AMQ_HEADER_SIZE > AMQIDX_CONTENT)
-		AmqIdxCorrupted(index, seg.addr.blk, "a dynamic segment header is malformed");
+	hbuf = lock_segment(index, seg, &f);
 	room = f.nkeys < seg.capacity ? seg.capacity - f.nkeys : 0;
 	m = (int) Min((uint64) n, room);
 	if (m == 0)
