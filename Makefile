@@ -90,6 +90,15 @@ bench-joins:
 	trap 'tools/pgcluster stop' EXIT && \
 	/usr/bin/python3 test/bench/bench_joins.py $(BENCH_ARGS)
 
+# The Citus suite (test/citus): a coordinator and two workers with Citus
+# and bloomamq preloaded; needs Citus installed (tools/citus builds it from
+# ../shared/vendor) and, like installcheck, bloomamq installed.  Not part of
+# installcheck: tools/test runs it on PostgreSQL 15 when Citus's source is
+# present.
+.PHONY: installcheck-citus
+installcheck-citus:
+	$(MAKE) installcheck REGRESS= PROVE_TESTS='test/citus/*.pl'
+
 # ---- fuzzing and valgrind (test/fuzz, tools/valgrind-check) ----
 # libFuzzer harnesses of every input path of the filter core, built with
 # clang under AddressSanitizer and UndefinedBehaviorSanitizer from the same
