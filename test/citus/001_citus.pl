@@ -304,6 +304,24 @@ my $want_id = $coord->safe_psql('postgres',
 is($got, join("\n", ($want_id) x 7),
 	'EXECUTE with an amqfilter parameter on a non-distribution column: the local rows each time');
 
+# Forced generic plans: Citus cannot plan a multi-shard query with a
+# parameter in a generic plan, whatever the parameter's type; the same
+# error for an amqfilter as for a bigint.
+my $generic = sub {
+	my ($type, $where, $arg) = @_;
+	my ($ret, $out, $err) = $coord->psql('postgres', qq{
+SET plan_cache_mode = force_generic_plan;
+PREPARE g($type) AS SELECT count(*) FROM events WHERE $where;
+EXECUTE g($arg);
+});
+	return $err =~ /ERROR:\s+(.*)/ ? $1 : "no error ($out)";
+};
+my $generic_err = $generic->('amqfilter', 'id <@ $1', "'$filter'");
+like($generic_err, qr/could not create distributed plan/,
+	'forced generic plan with an amqfilter parameter: Citus refuses it');
+is($generic->('bigint', 'id > $1', '5'), $generic_err,
+	'forced generic plan with a bigint parameter: the same refusal (a Citus limitation)');
+
 # ---- amq indexes on the shards ----
 $coord->safe_psql('postgres',
 	'CREATE INDEX events_id_amq ON events USING amq (id, name) WITH (pages_per_range = 4)');
@@ -331,6 +349,23 @@ my ($shard) = $workers[0]->safe_psql('postgres',
 like($workers[0]->safe_psql('postgres',
 		"SET enable_seqscan = off; EXPLAIN (COSTS OFF) SELECT * FROM $shard WHERE id = 42"),
 	qr/Bitmap Index Scan on events_id_amq_\d+/, "a worker's shard $shard has a usable amq index");
+
+# Citus's columnar tables take btree and hash indexes only: an amq index is
+# refused; filters still work on them.
+$coord->safe_psql('postgres', q{
+CREATE EXTENSION citus_columnar;
+CREATE TABLE events_col (LIKE events_local) USING columnar;
+SELECT create_distributed_table('events_col', 'user_id', colocate_with => 'events');
+INSERT INTO events_col SELECT * FROM events_local;
+});
+my ($ret, $out, $err) = $coord->psql('postgres',
+	'CREATE INDEX events_col_amq ON events_col USING amq (id)');
+like($err, qr/unsupported access method for the index on columnar table/,
+	'an amq index on a columnar table is refused');
+(my $sub_local = $sub) =~ s/small/small_local/;
+is($coord->safe_psql('postgres', "SELECT count(*), sum(id) FROM events_col WHERE user_id <@ ($sub)"),
+	$coord->safe_psql('postgres', "SELECT count(*), sum(id) FROM events_local WHERE user_id <@ ($sub_local)"),
+	'a filter from a subquery on a columnar table: the rows of the local table');
 
 # ---- the join pre-filter inside the shards' plans ----
 # With the setting on, each shard's hash join builds a filter of its inner
