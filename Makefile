@@ -99,6 +99,19 @@ bench-joins:
 installcheck-citus:
 	$(MAKE) installcheck REGRESS= PROVE_TESTS='test/citus/*.pl'
 
+# bloomamq on a three-node Citus cluster (tools/citus-cluster, Citus built by
+# tools/citus): amq_agg pushed down against coordinator aggregation, and a
+# filter sent to the shards against Citus's plan for IN (SELECT ...); bytes
+# moved between nodes and seconds.  Never fails on timing.
+#   e.g. make bench-citus BENCH_ARGS="--rows 1000000 --users 20000"
+.PHONY: bench-citus
+bench-citus:
+	tools/setup --bench
+	eval "$$(tools/citus-cluster start shared_buffers=1GB work_mem=256MB \
+		max_parallel_workers_per_gather=0 jit=off)" && \
+	trap 'tools/citus-cluster stop' EXIT && \
+	/usr/bin/python3 test/bench/bench_citus.py $(BENCH_ARGS)
+
 # ---- fuzzing and valgrind (test/fuzz, tools/valgrind-check) ----
 # libFuzzer harnesses of every input path of the filter core, built with
 # clang under AddressSanitizer and UndefinedBehaviorSanitizer from the same
