@@ -1,7 +1,7 @@
 # bloomamq: approximate membership query filters for PostgreSQL (PGXS build)
 
 EXTENSION = bloomamq
-EXTVERSION = 0.4.0
+EXTVERSION = 0.5.0
 
 MODULE_big = bloomamq
 # Pure-C filter core (no PostgreSQL calls): also built into the unit tests,

@@ -19,7 +19,29 @@ ALTER EXTENSION bloomamq UPDATE TO '0.2.0';
 SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
 ALTER EXTENSION bloomamq UPDATE TO '0.3.0';
 SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
+ALTER EXTENSION bloomamq UPDATE TO '0.4.0';
+SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
+-- 0.5.0 creates the aggregates again (a new state type): a view that uses
+-- one stops the upgrade, which names it; without the view it goes through
+CREATE TABLE keys AS SELECT g AS id FROM generate_series(1, 1000) g;
+CREATE VIEW keys_filter AS SELECT amq_agg(id) AS f FROM keys;
+CREATE TABLE before AS SELECT f::bytea AS b FROM keys_filter;
+DO $$
+DECLARE
+	detail text;
+BEGIN
+	ALTER EXTENSION bloomamq UPDATE;
+	RAISE NOTICE 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+	RAISE NOTICE '%: % (%)', SQLSTATE, SQLERRM, detail;
+END $$;
+SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
+DROP VIEW keys_filter;
 ALTER EXTENSION bloomamq UPDATE;
+-- the same filter from the new aggregate
+SELECT (SELECT amq_agg(id) FROM keys)::bytea = b AS same_filter FROM before;
+DROP TABLE keys, before;
 SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';
 
 CREATE TEMP TABLE upgraded AS
