@@ -101,15 +101,12 @@ COMMENT ON AGGREGATE amq_agg(anyelement, float8, text) IS 'filter of the non-NUL
 COMMENT ON AGGREGATE amq_agg(anyelement, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
 COMMENT ON AGGREGATE amq_union_agg(amqfilter) IS 'union of filters of one kind and geometry';
 
--- The same aggregates for the common key types: the types @> and <@ also
--- take without a cast, and numeric, real, double precision, date, timestamp
--- and boolean keys.
--- Citus pushes an aggregate down only after checking that its declared
--- argument types are the call's own: a polymorphic one (anyelement) fails
--- that check on the workers, so keys of these types resolve to an aggregate
--- of their own type.  The same transition function: the filters are the
--- same bytes.  (Implicit casts lead here only within a key family: varchar,
--- bpchar and name to text, which hash alike, also as Parquet keys.)
+-- The same aggregates for the key types that @> and <@ also take without a
+-- cast.  Citus pushes an aggregate down only after checking that its
+-- declared argument types are the call's own: a polymorphic one
+-- (anyelement) fails that check on the workers, so keys of these types
+-- resolve to an aggregate of their own type.  The same transition
+-- function: the filters are the same bytes.
 CREATE AGGREGATE amq_agg(text) (
 	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
 	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
@@ -182,90 +179,6 @@ CREATE AGGREGATE amq_agg(bytea, float8, text) (
 CREATE AGGREGATE amq_agg(bytea, float8, text, bigint) (
 	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
 	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(numeric) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(numeric, float8) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(numeric, float8, text) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(numeric, float8, text, bigint) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(real) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(real, float8) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(real, float8, text) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(real, float8, text, bigint) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(double precision) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(double precision, float8) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(double precision, float8, text) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(double precision, float8, text, bigint) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(date) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(date, float8) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(date, float8, text) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(date, float8, text, bigint) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(timestamp) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(timestamp, float8) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(timestamp, float8, text) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(timestamp, float8, text, bigint) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(timestamptz) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(timestamptz, float8) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(timestamptz, float8, text) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(timestamptz, float8, text, bigint) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(boolean) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(boolean, float8) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(boolean, float8, text) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(boolean, float8, text, bigint) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
 
 COMMENT ON AGGREGATE amq_agg(text) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
 COMMENT ON AGGREGATE amq_agg(text, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
@@ -291,31 +204,3 @@ COMMENT ON AGGREGATE amq_agg(bytea) IS 'filter of the non-NULL keys (kind blocke
 COMMENT ON AGGREGATE amq_agg(bytea, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
 COMMENT ON AGGREGATE amq_agg(bytea, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
 COMMENT ON AGGREGATE amq_agg(bytea, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
-COMMENT ON AGGREGATE amq_agg(numeric) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
-COMMENT ON AGGREGATE amq_agg(numeric, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(numeric, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(numeric, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
-COMMENT ON AGGREGATE amq_agg(real) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
-COMMENT ON AGGREGATE amq_agg(real, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(real, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(real, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
-COMMENT ON AGGREGATE amq_agg(double precision) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
-COMMENT ON AGGREGATE amq_agg(double precision, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(double precision, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(double precision, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
-COMMENT ON AGGREGATE amq_agg(date) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
-COMMENT ON AGGREGATE amq_agg(date, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(date, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(date, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
-COMMENT ON AGGREGATE amq_agg(timestamp) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
-COMMENT ON AGGREGATE amq_agg(timestamp, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(timestamp, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(timestamp, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
-COMMENT ON AGGREGATE amq_agg(timestamptz) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
-COMMENT ON AGGREGATE amq_agg(timestamptz, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(timestamptz, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(timestamptz, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
-COMMENT ON AGGREGATE amq_agg(boolean) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
-COMMENT ON AGGREGATE amq_agg(boolean, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(boolean, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(boolean, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
