@@ -307,6 +307,110 @@ COMMENT ON AGGREGATE amq_agg(anyelement, float8, text) IS 'filter of the non-NUL
 COMMENT ON AGGREGATE amq_agg(anyelement, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
 COMMENT ON AGGREGATE amq_union_agg(amqfilter) IS 'union of filters of one kind and geometry';
 
+-- The same aggregates for the key types that @> and <@ also take without a
+-- cast.  Citus pushes an aggregate down only after checking that its
+-- declared argument types are the call's own: a polymorphic one
+-- (anyelement) fails that check on the workers, so keys of these types
+-- resolve to an aggregate of their own type.  The same transition
+-- function: the filters are the same bytes.
+CREATE AGGREGATE amq_agg(text) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(text, float8) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(text, float8, text) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(text, float8, text, bigint) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(bigint) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(bigint, float8) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(bigint, float8, text) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(bigint, float8, text, bigint) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(integer) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(integer, float8) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(integer, float8, text) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(integer, float8, text, bigint) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(smallint) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(smallint, float8) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(smallint, float8, text) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(smallint, float8, text, bigint) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(uuid) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(uuid, float8) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(uuid, float8, text) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(uuid, float8, text, bigint) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(bytea) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(bytea, float8) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(bytea, float8, text) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(bytea, float8, text, bigint) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+
+COMMENT ON AGGREGATE amq_agg(text) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
+COMMENT ON AGGREGATE amq_agg(text, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(text, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(text, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
+COMMENT ON AGGREGATE amq_agg(bigint) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
+COMMENT ON AGGREGATE amq_agg(bigint, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(bigint, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(bigint, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
+COMMENT ON AGGREGATE amq_agg(integer) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
+COMMENT ON AGGREGATE amq_agg(integer, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(integer, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(integer, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
+COMMENT ON AGGREGATE amq_agg(smallint) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
+COMMENT ON AGGREGATE amq_agg(smallint, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(smallint, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(smallint, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
+COMMENT ON AGGREGATE amq_agg(uuid) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
+COMMENT ON AGGREGATE amq_agg(uuid, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(uuid, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(uuid, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
+COMMENT ON AGGREGATE amq_agg(bytea) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
+COMMENT ON AGGREGATE amq_agg(bytea, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(bytea, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(bytea, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
+
 --------------------------------------------------------------------------------
 -- The amq index access method
 --------------------------------------------------------------------------------
