@@ -90,6 +90,16 @@ bench-joins:
 	trap 'tools/pgcluster stop' EXIT && \
 	/usr/bin/python3 test/bench/bench_joins.py $(BENCH_ARGS)
 
+# amq_agg's state type (0.5.0) against the internal state of 0.4.0: two
+# databases on one throwaway cluster, alternating; never fails on timing.
+#   e.g. make bench-aggstate BENCH_ARGS="--rows 1000000 --runs 3"
+.PHONY: bench-aggstate
+bench-aggstate:
+	tools/setup --bench
+	eval "$$(tools/pgcluster start shared_buffers=2GB work_mem=256MB jit=off)" && \
+	trap 'tools/pgcluster stop' EXIT && \
+	/usr/bin/python3 test/bench/bench_aggstate.py $(BENCH_ARGS)
+
 # The Citus suite (test/citus): a coordinator and two workers with Citus
 # and bloomamq preloaded; needs Citus installed (tools/citus builds it from
 # ../shared/vendor) and, like installcheck, bloomamq installed.  Not part of

@@ -1,32 +1,28 @@
--- bloomamq 0.4.0 -> 0.5.0: the aggregates get a state type of their own.
+-- bloomamq 0.4.0 -> 0.5.0: an aggregate state type that Citus pushes down.
 --
--- amq_agg and amq_union_agg kept their state as internal, which Citus does
--- not push down to its workers.  Their transition type cannot be altered,
--- so they are dropped and created again with the type amqaggstate: a view
--- or function that uses them stops the upgrade with an error naming it
--- (drop it, upgrade, create it again).  The filters they build are the
--- same bytes as before.
+-- Citus splits a custom aggregate into partial aggregates on its workers
+-- only when its state type is not internal and its declared argument types
+-- are the call's own.  This adds the type amqaggstate, an amq_agg for each
+-- built-in key type with that state, and amq_union_agg with that state.
+-- amq_agg(anyelement ...) stays as it was, for other key types.  A state
+-- type cannot be altered, so amq_union_agg is dropped and created again: a
+-- view or function that uses it stops the upgrade with an error naming it
+-- (drop it, upgrade, create it again).  The filters are the same bytes as
+-- before.
 
 \echo Use "ALTER EXTENSION bloomamq UPDATE TO '0.5.0'" to load this file. \quit
 
-DROP AGGREGATE amq_agg(anyelement);
-DROP AGGREGATE amq_agg(anyelement, float8);
-DROP AGGREGATE amq_agg(anyelement, float8, text);
-DROP AGGREGATE amq_agg(anyelement, float8, text, bigint);
 DROP AGGREGATE amq_union_agg(amqfilter);
-DROP FUNCTION amq_agg_trans(internal, anyelement);
-DROP FUNCTION amq_agg_trans(internal, anyelement, float8);
-DROP FUNCTION amq_agg_trans(internal, anyelement, float8, text);
-DROP FUNCTION amq_agg_trans(internal, anyelement, float8, text, bigint);
 DROP FUNCTION amq_union_agg_trans(internal, amqfilter);
-DROP FUNCTION amq_agg_final(internal);
-DROP FUNCTION amq_agg_combine(internal, internal);
-DROP FUNCTION amq_agg_serialize(internal);
-DROP FUNCTION amq_agg_deserialize(bytea, internal);
+COMMENT ON FUNCTION amq_agg_final(internal) IS 'amq_agg final function';
+COMMENT ON FUNCTION amq_agg_combine(internal, internal) IS 'amq_agg combine function';
+COMMENT ON FUNCTION amq_agg_serialize(internal) IS 'amq_agg state serialization';
+COMMENT ON FUNCTION amq_agg_deserialize(bytea, internal) IS 'amq_agg state deserialization (validated)';
 
--- The aggregates' state: a type of its own rather than internal, so that
--- Citus can split the aggregates into partial aggregates on the workers
--- and a combine on the coordinator (it moves states in their text form).
+-- The aggregates' own state type, so that Citus can split them into partial
+-- aggregates on the workers and a combine on the coordinator (it moves
+-- states in their text form, and pushes down only aggregates whose state
+-- is not internal and whose declared argument types are the call's own).
 -- In memory it is changed in place per row (an expanded object); its bytes
 -- are the serialized state, validated on every way in.
 CREATE TYPE amqaggstate;
@@ -79,24 +75,34 @@ COMMENT ON FUNCTION amq_union_agg_trans(amqaggstate, amqfilter) IS 'amq_union_ag
 COMMENT ON FUNCTION amq_agg_final(amqaggstate) IS 'amq_agg and amq_union_agg final function: the filter of a state';
 COMMENT ON FUNCTION amq_agg_combine(amqaggstate, amqaggstate) IS 'amq_agg and amq_union_agg combine function';
 
-CREATE AGGREGATE amq_agg(anyelement) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(anyelement, float8) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(anyelement, float8, text) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(anyelement, float8, text, bigint) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+-- amq_agg for each built-in key type, with state amqaggstate: a call on
+-- keys of one of these types (or a domain over one) resolves to its own.
+DO $$
+DECLARE
+	t text;
+	args text;
+	what text;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['smallint', 'integer', 'bigint', 'real', 'double precision',
+		'numeric', 'text', 'character varying', 'character', 'name', 'bytea', 'uuid', 'date',
+		'timestamp without time zone', 'timestamp with time zone', 'boolean']
+	LOOP
+		FOREACH args IN ARRAY ARRAY['', ', float8', ', float8, text', ', float8, text, bigint']
+		LOOP
+			EXECUTE format('CREATE AGGREGATE amq_agg(%s%s) (SFUNC = amq_agg_trans, '
+						   'STYPE = amqaggstate, FINALFUNC = amq_agg_final, '
+						   'COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE)', t, args);
+			what := CASE args
+				WHEN '' THEN 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly'
+				WHEN ', float8' THEN 'filter of the non-NULL keys at false-positive rate fpr, sized exactly'
+				WHEN ', float8, text' THEN 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly'
+				ELSE 'filter of the non-NULL keys, of fixed size for capacity keys' END;
+			EXECUTE format('COMMENT ON AGGREGATE amq_agg(%s%s) IS %L', t, args, what);
+		END LOOP;
+	END LOOP;
+END $$;
+
 CREATE AGGREGATE amq_union_agg(amqfilter) (
 	SFUNC = amq_union_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
 	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-
-COMMENT ON AGGREGATE amq_agg(anyelement) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
-COMMENT ON AGGREGATE amq_agg(anyelement, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(anyelement, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(anyelement, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
 COMMENT ON AGGREGATE amq_union_agg(amqfilter) IS 'union of filters of one kind and geometry';

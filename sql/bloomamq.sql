@@ -230,9 +230,62 @@ COMMENT ON FUNCTION amq_estimate_distinct(amqfilter) IS 'distinct keys in a filt
 -- Aggregates
 -------------------------------------------------------------------------------
 
--- The aggregates' state: a type of its own rather than internal, so that
--- Citus can split the aggregates into partial aggregates on the workers
--- and a combine on the coordinator (it moves states in their text form).
+-- amq_agg for keys of any hashable type: its state is internal (Citus runs
+-- it on the coordinator).  The overloads below, one per built-in key type,
+-- have the state type amqaggstate, which Citus pushes down; both build the
+-- same filters.
+CREATE FUNCTION amq_agg_trans(internal, anyelement) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_agg_trans(internal, anyelement, float8) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_agg_trans(internal, anyelement, float8, text) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_agg_trans(internal, anyelement, float8, text, bigint) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_agg_final(internal) RETURNS amqfilter
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_agg_combine(internal, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_agg_serialize(internal) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION amq_agg_deserialize(bytea, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION amq_agg_trans(internal, anyelement) IS 'amq_agg transition function';
+COMMENT ON FUNCTION amq_agg_trans(internal, anyelement, float8) IS 'amq_agg transition function';
+COMMENT ON FUNCTION amq_agg_trans(internal, anyelement, float8, text) IS 'amq_agg transition function';
+COMMENT ON FUNCTION amq_agg_trans(internal, anyelement, float8, text, bigint) IS 'amq_agg transition function';
+COMMENT ON FUNCTION amq_agg_final(internal) IS 'amq_agg final function';
+COMMENT ON FUNCTION amq_agg_combine(internal, internal) IS 'amq_agg combine function';
+COMMENT ON FUNCTION amq_agg_serialize(internal) IS 'amq_agg state serialization';
+COMMENT ON FUNCTION amq_agg_deserialize(bytea, internal) IS 'amq_agg state deserialization (validated)';
+
+CREATE AGGREGATE amq_agg(anyelement) (
+	SFUNC = amq_agg_trans, STYPE = internal, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, SERIALFUNC = amq_agg_serialize,
+	DESERIALFUNC = amq_agg_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(anyelement, float8) (
+	SFUNC = amq_agg_trans, STYPE = internal, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, SERIALFUNC = amq_agg_serialize,
+	DESERIALFUNC = amq_agg_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(anyelement, float8, text) (
+	SFUNC = amq_agg_trans, STYPE = internal, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, SERIALFUNC = amq_agg_serialize,
+	DESERIALFUNC = amq_agg_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE amq_agg(anyelement, float8, text, bigint) (
+	SFUNC = amq_agg_trans, STYPE = internal, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, SERIALFUNC = amq_agg_serialize,
+	DESERIALFUNC = amq_agg_deserialize, PARALLEL = SAFE);
+
+COMMENT ON AGGREGATE amq_agg(anyelement) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
+COMMENT ON AGGREGATE amq_agg(anyelement, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(anyelement, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
+COMMENT ON AGGREGATE amq_agg(anyelement, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
+
+-- The aggregates' own state type, so that Citus can split them into partial
+-- aggregates on the workers and a combine on the coordinator (it moves
+-- states in their text form, and pushes down only aggregates whose state
+-- is not internal and whose declared argument types are the call's own).
 -- In memory it is changed in place per row (an expanded object); its bytes
 -- are the serialized state, validated on every way in.
 CREATE TYPE amqaggstate;
@@ -285,26 +338,36 @@ COMMENT ON FUNCTION amq_union_agg_trans(amqaggstate, amqfilter) IS 'amq_union_ag
 COMMENT ON FUNCTION amq_agg_final(amqaggstate) IS 'amq_agg and amq_union_agg final function: the filter of a state';
 COMMENT ON FUNCTION amq_agg_combine(amqaggstate, amqaggstate) IS 'amq_agg and amq_union_agg combine function';
 
-CREATE AGGREGATE amq_agg(anyelement) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(anyelement, float8) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(anyelement, float8, text) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-CREATE AGGREGATE amq_agg(anyelement, float8, text, bigint) (
-	SFUNC = amq_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
+-- amq_agg for each built-in key type, with state amqaggstate: a call on
+-- keys of one of these types (or a domain over one) resolves to its own.
+DO $$
+DECLARE
+	t text;
+	args text;
+	what text;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['smallint', 'integer', 'bigint', 'real', 'double precision',
+		'numeric', 'text', 'character varying', 'character', 'name', 'bytea', 'uuid', 'date',
+		'timestamp without time zone', 'timestamp with time zone', 'boolean']
+	LOOP
+		FOREACH args IN ARRAY ARRAY['', ', float8', ', float8, text', ', float8, text, bigint']
+		LOOP
+			EXECUTE format('CREATE AGGREGATE amq_agg(%s%s) (SFUNC = amq_agg_trans, '
+						   'STYPE = amqaggstate, FINALFUNC = amq_agg_final, '
+						   'COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE)', t, args);
+			what := CASE args
+				WHEN '' THEN 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly'
+				WHEN ', float8' THEN 'filter of the non-NULL keys at false-positive rate fpr, sized exactly'
+				WHEN ', float8, text' THEN 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly'
+				ELSE 'filter of the non-NULL keys, of fixed size for capacity keys' END;
+			EXECUTE format('COMMENT ON AGGREGATE amq_agg(%s%s) IS %L', t, args, what);
+		END LOOP;
+	END LOOP;
+END $$;
+
 CREATE AGGREGATE amq_union_agg(amqfilter) (
 	SFUNC = amq_union_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
 	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
-
-COMMENT ON AGGREGATE amq_agg(anyelement) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
-COMMENT ON AGGREGATE amq_agg(anyelement, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(anyelement, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
-COMMENT ON AGGREGATE amq_agg(anyelement, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
 COMMENT ON AGGREGATE amq_union_agg(amqfilter) IS 'union of filters of one kind and geometry';
 
 --------------------------------------------------------------------------------
