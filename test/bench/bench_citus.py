@@ -97,8 +97,11 @@ run(conn, f"CREATE EXTENSION bloomamq VERSION '{OLD}'")
 
 
 def state_type():
-    return run(conn, "SELECT aggtranstype::regtype::text FROM pg_aggregate "
-                     "WHERE aggfnoid = 'amq_agg(anyelement)'::regprocedure")[0][0]
+    """amq_agg's state type for bigint keys (an aggregate of its own since
+    0.5.0; amq_agg(anyelement) before)."""
+    return run(conn, "SELECT aggtranstype::regtype::text FROM pg_aggregate WHERE aggfnoid = "
+                     "coalesce(to_regprocedure('amq_agg(bigint)'), "
+                     "to_regprocedure('amq_agg(anyelement)'))")[0][0]
 
 
 # ---- data, rebuilt if absent or built for other sizes ----
