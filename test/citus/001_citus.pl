@@ -4,14 +4,16 @@
 # rows on the coordinator:
 #  - amq_agg and amq_union_agg give the same bytes for every kind, with
 #    their options, without GROUP BY and grouped by the distribution column
-#    and by another column;
+#    and by another column (with a capacity: the same payload, the key
+#    count within 2%), for every built-in key type;
 #  - Citus splits them into partial aggregates on the workers and a combine
 #    on the coordinator (worker_partial_agg / coord_combine_agg in EXPLAIN);
 #  - <@ filters from a subquery and from a bind parameter select the same
-#    rows;
+#    rows; forced generic plans fail for an amqfilter parameter as for any
+#    other (a Citus limitation);
 #  - amqfilter columns in a distributed table keep their bytes;
 #  - an amq index created on the distributed table reaches every shard and
-#    shard plans use it;
+#    shard plans use it; Citus's columnar tables refuse one;
 #  - the join pre-filter runs inside the shards' plans and changes no result.
 #
 # Run by tools/test when Citus's source is present (tools/citus builds it);
