@@ -44,7 +44,7 @@ ALTER EXTENSION bloomamq UPDATE;
 -- the view still works, and the overload for its key type gives the same filter
 SELECT (SELECT f FROM keys_filter)::bytea = b AS view_same,
 	(SELECT amq_agg(id) FROM keys)::bytea = b AS overload_same FROM before;
-SELECT pg_get_viewdef('keys_filter') LIKE '%amq_agg(id)%' AS view_kept;
+SELECT pg_get_viewdef('keys_filter') LIKE '%amq_agg(%' AS view_kept;
 DROP VIEW keys_filter;
 DROP TABLE keys, before;
 SELECT extversion FROM pg_extension WHERE extname = 'bloomamq';

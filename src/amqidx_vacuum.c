@@ -555,6 +555,85 @@ truncate_free_tail(Relation index)
 	UnlockRelation(index, AccessExclusiveLock);
 }
 
+/* The pages the free list holds (for VACUUM's statistics). */
+static BlockNumber
+free_pages(Relation index)
+{
+	Buffer		buf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
+	AmqIdxFreeSpace *fs;
+	BlockNumber n = 0;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	fs = AmqIdxPageGetFreeSpace(BufferGetPage(buf));
+	for (uint32 i = 0; i < fs->nruns && i < AMQIDX_MAX_FREE_RUNS; i++)
+		n += fs->runs[i].npages;
+	UnlockReleaseBuffer(buf);
+	return n;
+}
+
+/*
+ * Would this VACUUM change the index: does a range before the one that
+ * grows need a reseal, or does the free list hold pages that compaction
+ * and truncation could give back?  If not, VACUUM writes nothing: the
+ * sweep would only restart the stream on a fresh page, and a VACUUM of a
+ * table whose index is as built would leave its pages as they were.
+ * Each range is read under its directory page's share lock, as scans do.
+ */
+static bool
+vacuum_has_work(Relation index, uint32 last, MemoryContext cxt)
+{
+	Buffer		buf;
+	AmqIdxMetaPage meta;
+	uint32		nranges;
+	uint32		ndirpages;
+	BlockNumber *dirpages;
+	AmqIdxReader r;
+	bool		work = false;
+	MemoryContext rcxt = AllocSetContextCreate(cxt, "amq index vacuum check",
+											   ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(rcxt);
+
+	if (free_pages(index) > 0)
+		work = true;
+	buf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	meta = AmqIdxCheckMetaPage(index, BufferGetPage(buf));
+	nranges = Min(meta->nranges, last);
+	ndirpages = meta->ndirpages;
+	dirpages = palloc(sizeof(BlockNumber) * Max(ndirpages, 1));
+	memcpy(dirpages, meta->dirpages, sizeof(BlockNumber) * ndirpages);
+	UnlockReleaseBuffer(buf);
+
+	AmqIdxReaderInit(&r, index);
+	for (uint32 p = 0; !work && p * AMQIDX_DIR_PER_PAGE < nranges && p < ndirpages; p++)
+	{
+		uint32		first = p * (uint32) AMQIDX_DIR_PER_PAGE;
+		uint32		end = Min(nranges, first + (uint32) AMQIDX_DIR_PER_PAGE);
+
+		buf = ReadBuffer(index, dirpages[p]);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		AmqIdxCheckPage(index, BufferGetPage(buf), dirpages[p], AMQIDX_PAGE_DIR);
+		for (uint32 range = first; !work && range < end; range++)
+		{
+			AmqIdxAddr	entry = AmqIdxPageGetDir(BufferGetPage(buf))[range - first];
+			AmqIdxRange rg;
+
+			CHECK_FOR_INTERRUPTS();
+			if (entry.blk == InvalidBlockNumber)
+				continue;
+			AmqIdxReadRange(&r, entry, &rg);
+			AmqIdxReaderUnlock(&r);
+			work = needs_reseal(&rg);
+			MemoryContextReset(rcxt);
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	AmqIdxReaderRelease(&r);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(rcxt);
+	return work;
+}
+
 /* amvacuumcleanup: reseal the ranges that inserts changed. */
 IndexBulkDeleteResult *
 amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
@@ -580,9 +659,6 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "amq index reseal",
 								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(cxt);
-	sweep(index, &sw);
-	MemoryContextSwitchTo(old);
 
 	buf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
@@ -596,6 +672,16 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	heap_nblocks = RelationGetNumberOfBlocks(heap);
 	/* the range that holds the heap's last page grows on */
 	last = heap_nblocks > 0 ? (heap_nblocks - 1) / ppr : 0;
+
+	if (!vacuum_has_work(index, last, cxt))
+	{
+		table_close(heap, AccessShareLock);
+		MemoryContextDelete(cxt);
+		goto done;
+	}
+	old = MemoryContextSwitchTo(cxt);
+	sweep(index, &sw);
+	MemoryContextSwitchTo(old);
 
 	old = MemoryContextSwitchTo(cxt);
 	indexInfo = BuildIndexInfo(index);
@@ -620,19 +706,9 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	MemoryContextDelete(cxt);
 	truncate_free_tail(index);
 
+done:
 	stats->num_pages = RelationGetNumberOfBlocks(index);
-	stats->pages_free = 0;
-	{
-		/* what the free list holds now */
-		Buffer		mb = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
-		AmqIdxFreeSpace *fs;
-
-		LockBuffer(mb, BUFFER_LOCK_SHARE);
-		fs = AmqIdxPageGetFreeSpace(BufferGetPage(mb));
-		for (uint32 i = 0; i < fs->nruns && i < AMQIDX_MAX_FREE_RUNS; i++)
-			stats->pages_free += fs->runs[i].npages;
-		UnlockReleaseBuffer(mb);
-	}
+	stats->pages_free = free_pages(index);
 	stats->num_index_tuples = info->num_heap_tuples;
 	stats->estimated_count = info->estimated_count;
 	return stats;
