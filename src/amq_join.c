@@ -36,8 +36,13 @@
  *	  key types, both keys in one key family (int4 = int8 is, date =
  *	  timestamp is not), strict, and text keys under a deterministic
  *	  collation.
- *	- when the planner expects fewer outer rows than
- *	  bloomamq.join_prefilter_min_rows.
+ *
+ * Placed only where it is expected to pay (the cost rule, add_prefilter):
+ * the planner expects at least bloomamq.join_prefilter_min_rows outer rows,
+ * and expects the filter to remove at least
+ * bloomamq.join_prefilter_min_remove of them (expected_removed_share).
+ * Elsewhere an AmqPrefilterSkipped node, a bare pass-through, stands where
+ * the pre-filter would, and EXPLAIN VERBOSE shows why it was skipped.
  *
  * Where the outer side is a Gather, the prefilter sits above it (in the
  * leader): rows still cross the Gather.  Applying the filter in the
@@ -48,8 +53,13 @@
 #include "compat.h"
 
 #include <limits.h>
+#include <math.h>
 
+#include "catalog/pg_class.h"
+#include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
+#include "parser/parsetree.h"
+#include "utils/syscache.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
@@ -65,7 +75,8 @@
 #include "amq_hashing.h"
 
 static int	amq_join_prefilter = AMQ_JOIN_PREFILTER_OFF;
-static int	amq_join_prefilter_min_rows = 10000;
+int			amq_join_prefilter_min_rows = 10000;
+double		amq_join_prefilter_min_remove = 0.3;
 
 static const struct config_enum_entry prefilter_options[] = {
 	{"off", AMQ_JOIN_PREFILTER_OFF, false},
@@ -84,8 +95,11 @@ static planner_hook_type prev_planner_hook = NULL;
 /* state of one walk over a finished plan */
 typedef struct PrefilterWalk
 {
+	PlannedStmt *stmt;
 	int			last_filter_id;
 	int			last_plan_node_id;
+	double		parallel_divisor;	/* under a Gather: rows per participant
+									 * to rows in all; else 1 */
 } PrefilterWalk;
 
 typedef void (*PlanSlotFn) (Plan **slot, void *arg);
@@ -270,6 +284,122 @@ make_pass_through(const CustomScanMethods *methods, Plan *child, List *keys,
 	return cscan;
 }
 
+/*
+ * Distinct values of the inner key among the inner rows, when the planner's
+ * statistics can tell: a single key that is a column of a base relation
+ * scanned right under the Hash.  Else -1.
+ */
+static double
+inner_key_distinct(PrefilterWalk *w, Hash *hash)
+{
+	Plan	   *child = outerPlan(hash);
+	Expr	   *key;
+	TargetEntry *tle;
+	Var		   *var;
+	RangeTblEntry *rte;
+	HeapTuple	tuple;
+	double		stadistinct;
+	double		reltuples;
+	double		distinct;
+
+	if (list_length(hash->hashkeys) != 1)
+		return -1;
+	key = linitial(hash->hashkeys);
+	while (IsA(key, RelabelType))
+		key = ((RelabelType *) key)->arg;
+	if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR ||
+		((Var *) key)->varattno <= 0 ||
+		((Var *) key)->varattno > list_length(child->targetlist))
+		return -1;
+	switch (nodeTag(child))
+	{
+		case T_SeqScan:
+		case T_IndexScan:
+		case T_BitmapHeapScan:
+			break;
+		default:
+			return -1;
+	}
+	tle = list_nth_node(TargetEntry, child->targetlist,
+						((Var *) key)->varattno - 1);
+	if (!IsA(tle->expr, Var))
+		return -1;
+	var = (Var *) tle->expr;
+	if (var->varno != ((Scan *) child)->scanrelid || var->varattno <= 0 ||
+		var->varno <= 0 || var->varno > list_length(w->stmt->rtable))
+		return -1;
+	rte = rt_fetch(var->varno, w->stmt->rtable);
+	if (rte->rtekind != RTE_RELATION)
+		return -1;
+
+	tuple = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(rte->relid),
+							Int16GetDatum(var->varattno),
+							BoolGetDatum(rte->inh));
+	if (!HeapTupleIsValid(tuple))
+		return -1;
+	stadistinct = ((Form_pg_statistic) GETSTRUCT(tuple))->stadistinct;
+	ReleaseSysCache(tuple);
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(rte->relid));
+	if (!HeapTupleIsValid(tuple))
+		return -1;
+	reltuples = ((Form_pg_class) GETSTRUCT(tuple))->reltuples;
+	ReleaseSysCache(tuple);
+
+	if (reltuples <= 0 || stadistinct == 0)
+		return -1;
+	distinct = stadistinct > 0 ? stadistinct : -stadistinct * reltuples;
+	distinct = Min(distinct, reltuples);
+
+	/*
+	 * The distinct values among the rows the scan keeps, as the planner
+	 * estimates groups of a restricted relation: each value has
+	 * reltuples / distinct rows, each kept with probability rows / reltuples.
+	 */
+	{
+		double		rows = Min(child->plan_rows * w->parallel_divisor, reltuples);
+
+		return distinct * (1.0 - pow(1.0 - rows / reltuples,
+									 reltuples / distinct));
+	}
+}
+
+/*
+ * The share of hj's outer rows that the planner expects to match no inner
+ * row, in [0, 1]: what a pre-filter can remove.
+ *
+ * A semi join's estimated rows are its matching outer rows.  An inner (and
+ * a right) join's rows are its outer rows times the inner rows each meets;
+ * dividing by the inner rows per distinct key, where statistics give it,
+ * leaves the outer rows that meet any.  Where they do not, an inner side
+ * with duplicate keys makes the share look smaller than it is: the rule
+ * errs towards placing no pre-filter.  A right join's rows also count the
+ * unmatched inner rows, which errs the same way.
+ */
+static double
+expected_removed_share(PrefilterWalk *w, HashJoin *hj, Hash *hash)
+{
+	double		outer_rows = outerPlan(hj)->plan_rows;
+	double		join_rows = hj->join.plan.plan_rows;
+	double		matched;
+
+	if (outer_rows <= 0)
+		return 0;
+	if (hj->join.jointype == JOIN_SEMI)
+		matched = join_rows;
+	else
+	{
+		double		inner_rows = outerPlan(hash)->plan_rows * w->parallel_divisor;
+		double		distinct = inner_key_distinct(w, hash);
+		double		per_key = 1.0;
+
+		if (distinct >= 1 && inner_rows > distinct)
+			per_key = inner_rows / distinct;
+		matched = join_rows / per_key;
+	}
+	return 1.0 - Min(matched / outer_rows, 1.0);
+}
+
 /* Put the collector over hj's inner child, the pre-filter over its outer. */
 static void
 add_prefilter(HashJoin *hj, PrefilterWalk *w)
@@ -278,6 +408,8 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	Plan	   *outer = outerPlan(hj);
 	List	   *ints;
 	int			id;
+	double		remove;
+	AmqPrefilterDecision decision;
 
 	if (hash == NULL || !IsA(hash, Hash) || outer == NULL ||
 		outerPlan(hash) == NULL)
@@ -298,13 +430,39 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	if (hj->join.plan.parallel_aware || hash->plan.parallel_aware)
 		return;
 
-	if (outer->plan_rows < amq_join_prefilter_min_rows)
-		return;
 	if (!keys_supported(hj, hash))
 		return;
 
+	/*
+	 * The cost rule.  Probing costs about what the hash join's own lookup of
+	 * a row that finds nothing costs, and collecting the inner keys about a
+	 * probe per inner row: a pre-filter pays where it removes a good share
+	 * of many outer rows.  Where it is not expected to, an
+	 * AmqPrefilterSkipped node that only passes rows on says why in EXPLAIN.
+	 * The runtime check (amq_join_exec.c) still stops a placed pre-filter
+	 * that removes too little.
+	 */
+	remove = expected_removed_share(w, hj, hash);
+	if (outer->plan_rows * w->parallel_divisor < amq_join_prefilter_min_rows)
+		decision = AMQ_PREFILTER_SKIPPED_ROWS;
+	else if (remove < amq_join_prefilter_min_remove)
+		decision = AMQ_PREFILTER_SKIPPED_COST;
+	else
+		decision = AMQ_PREFILTER_PLACED;
+
 	id = ++w->last_filter_id;
-	ints = list_make2_int(id, !bms_is_empty(hash->plan.allParam));
+	ints = list_make4_int(id, !bms_is_empty(hash->plan.allParam), decision,
+						  (int) rint(remove * 1000));
+	if (decision != AMQ_PREFILTER_PLACED)
+	{
+		outerPlan(hj) = (Plan *)
+			make_pass_through(&amq_skipped_scan_methods, outer, NIL,
+							  ints, NIL, ++w->last_plan_node_id);
+		/* a bare pass-through: no per-row work to cost */
+		outerPlan(hj)->total_cost = outer->total_cost;
+		return;
+	}
+
 	outerPlan(hash) = (Plan *)
 		make_pass_through(&amq_collector_scan_methods, outerPlan(hash),
 						  hash->hashkeys, ints, hj->hashcollations,
@@ -315,13 +473,37 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 						  ++w->last_plan_node_id);
 }
 
+/*
+ * Rows per participant to rows in all, for a Gather of nworkers: the
+ * planner's own divisor (the leader does less the more workers there are).
+ */
+static double
+parallel_divisor(int nworkers)
+{
+	double		divisor = nworkers;
+
+	if (parallel_leader_participation && 1.0 - 0.3 * nworkers > 0)
+		divisor += 1.0 - 0.3 * nworkers;
+	return Max(divisor, 1.0);
+}
+
 /* bottom-up, so that a node inserted here is never visited again */
 static void
 add_prefilters(Plan **slot, void *arg)
 {
+	PrefilterWalk *w = (PrefilterWalk *) arg;
+	double		saved = w->parallel_divisor;
+
+	/* partial plans estimate the rows of one participant */
+	if (IsA(*slot, Gather))
+		w->parallel_divisor = parallel_divisor(((Gather *) *slot)->num_workers);
+	else if (IsA(*slot, GatherMerge))
+		w->parallel_divisor = parallel_divisor(((GatherMerge *) *slot)->num_workers);
 	walk_children(*slot, add_prefilters, arg);
+	w->parallel_divisor = saved;
+
 	if (IsA(*slot, HashJoin))
-		add_prefilter((HashJoin *) *slot, (PrefilterWalk *) arg);
+		add_prefilter((HashJoin *) *slot, w);
 }
 
 /* planner_hook: plan as usual, then add pre-filters to the hash joins. */
@@ -330,7 +512,7 @@ amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 				 ParamListInfo boundParams AMQ_PLANNER_ES_PARAM)
 {
 	PlannedStmt *stmt;
-	PrefilterWalk w = {0, -1};
+	PrefilterWalk w = {NULL, 0, -1, 1.0};
 	ListCell   *lc;
 
 	if (prev_planner_hook)
@@ -343,6 +525,8 @@ amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 	if (amq_join_prefilter == AMQ_JOIN_PREFILTER_OFF ||
 		stmt->commandType == CMD_UTILITY || stmt->planTree == NULL)
 		return stmt;
+
+	w.stmt = stmt;
 
 	/* new nodes need plan_node_ids of their own (parallel instrumentation) */
 	find_max_node_id(&stmt->planTree, &w.last_plan_node_id);
@@ -382,6 +566,14 @@ AmqJoinInit(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+	DefineCustomRealVariable("bloomamq.join_prefilter_min_remove",
+							 "Smallest share of outer rows a hash join's pre-filter must be expected to remove.",
+							 "From the planner's estimates of the join's rows, its outer rows and the inner side's distinct keys; 0 places a pre-filter wherever one is correct.",
+							 &amq_join_prefilter_min_remove,
+							 0.3, 0.0, 1.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("bloomamq");
 
 	AmqJoinExecInit();

@@ -581,6 +581,11 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	AmqJoinFilter *f = ps->shared;
 
 	explain_keys(node, ancestors, es, "Prefilter Keys");
+	if (es->verbose)
+		ExplainPropertyText("Prefilter",
+							psprintf("placed, expected to remove %.1f%% of %.0f outer rows",
+									 private_int(node, AMQ_JOIN_INT_REMOVE) / 10.0,
+									 node->ss.ps.plan->plan_rows), es);
 	if (!es->analyze)
 		return;
 
@@ -598,10 +603,93 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyBool("Prefilter Disabled", ps->ever_disabled, es);
 }
 
-/* Register the two custom scans' methods. */
+/* ---- AmqPrefilterSkipped ---- */
+
+static Node *skipped_create(CustomScan *cscan);
+static void skipped_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *skipped_exec(CustomScanState *node);
+static void skipped_explain(CustomScanState *node, List *ancestors,
+							ExplainState *es);
+
+const CustomScanMethods amq_skipped_scan_methods = {
+	.CustomName = "AmqPrefilterSkipped",
+	.CreateCustomScanState = skipped_create,
+};
+
+static const CustomExecMethods skipped_exec_methods = {
+	.CustomName = "AmqPrefilterSkipped",
+	.BeginCustomScan = skipped_begin,
+	.ExecCustomScan = skipped_exec,
+	.EndCustomScan = prefilter_end,
+	.ReScanCustomScan = pass_through_rescan,
+	.ExplainCustomScan = skipped_explain,
+};
+
+/* CreateCustomScanState of a skipped pre-filter. */
+static Node *
+skipped_create(CustomScan *cscan)
+{
+	CustomScanState *css = palloc0(sizeof(CustomScanState));
+
+	NodeSetTag(css, T_CustomScanState);
+	css->methods = &skipped_exec_methods;
+	return (Node *) css;
+}
+
+/* The child's next tuple, called as the node's ExecProcNode. */
+static TupleTableSlot *
+skipped_exec_proc_node(PlanState *pstate)
+{
+	return ExecProcNode(outerPlanState(pstate));
+}
+
+/*
+ * BeginCustomScan of a skipped pre-filter.  ExecProcNode goes to the child
+ * directly, not through ExecCustomScan: the node costs one call per row.
+ */
+static void
+skipped_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	pass_through_begin(node, estate, eflags);
+	node->ss.ps.ExecProcNode = skipped_exec_proc_node;
+}
+
+/* ExecCustomScan of a skipped pre-filter (not called: see skipped_begin). */
+static TupleTableSlot *
+skipped_exec(CustomScanState *node)
+{
+	return ExecProcNode(outerPlanState(node));
+}
+
+/*
+ * EXPLAIN of a skipped pre-filter: that it is, and with VERBOSE why, from
+ * the planner's estimates.
+ */
+static void
+skipped_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	AmqPrefilterDecision decision = private_int(node, AMQ_JOIN_INT_DECISION);
+	int			remove = private_int(node, AMQ_JOIN_INT_REMOVE);
+	double		rows = node->ss.ps.plan->plan_rows;
+
+	if (!es->verbose)
+		ExplainPropertyText("Prefilter", "skipped", es);
+	else if (decision == AMQ_PREFILTER_SKIPPED_ROWS)
+		ExplainPropertyText("Prefilter",
+							psprintf("skipped, %.0f outer rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
+									 rows, amq_join_prefilter_min_rows), es);
+	else
+		ExplainPropertyText("Prefilter",
+							psprintf("skipped, expected to remove %.1f%% of %.0f outer rows, less than bloomamq.join_prefilter_min_remove (%g%%)",
+									 remove / 10.0, rows,
+									 amq_join_prefilter_min_remove * 100), es);
+}
+
+/* Register the custom scans' methods. */
 void
 AmqJoinExecInit(void)
 {
 	RegisterCustomScanMethods(&amq_prefilter_scan_methods);
 	RegisterCustomScanMethods(&amq_collector_scan_methods);
+	RegisterCustomScanMethods(&amq_skipped_scan_methods);
 }
