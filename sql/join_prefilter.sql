@@ -197,8 +197,11 @@ SELECT (SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 1
 FROM (VALUES (10), (2000), (5000)) x(b) ORDER BY 1;
 SET bloomamq.join_prefilter = on;
 
--- Parallel: a parallel-oblivious Hash is built whole in each process, so
--- the prefilter is correct there; under Parallel Hash it is never used.
+-- Parallel.  A parallel-oblivious Hash is built whole in each process: each
+-- builds its own filter.  Under Parallel Hash each participant hashes part
+-- of the inner side: one filter in shared memory, filled by all of them,
+-- applied by each to its own outer rows below the Gather ("Parallel Custom
+-- Scan": the nodes get shared memory).
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
@@ -209,6 +212,96 @@ SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10;
 SET enable_parallel_hash = on;
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.a = d.a8 WHERE d.w < 10;
+
+-- Larger tables, so that the workers share the scans.  jp_bdim's keys are
+-- 0 .. 29999; jp_big.a has about a third of them, and NULLs.
+CREATE TABLE jp_big AS
+SELECT i AS id,
+	CASE WHEN i % 13 = 0 THEN NULL ELSE abs(hashint4(i)) % 90000 END AS a,
+	'k' || abs(hashint4(i)) % 90000 AS t
+FROM generate_series(1, 200000) i;
+CREATE TABLE jp_bdim AS
+SELECT i AS id, 'k' || i AS t, i % 100 AS w FROM generate_series(0, 29999) i;
+ANALYZE jp_big;
+ANALYZE jp_bdim;
+
+-- Each query with the setting off and on: the same rows?  And was there a
+-- shared pre-filter (only asked where every major plans a Parallel Hash)?
+CREATE FUNCTION jp_parallel(q text, OUT same boolean, OUT shared_prefilter boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+	r_off text;
+	r_on text;
+	plan text;
+BEGIN
+	PERFORM set_config('bloomamq.join_prefilter', 'off', true);
+	EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
+		INTO r_off;
+	PERFORM set_config('bloomamq.join_prefilter', 'on', true);
+	EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
+		INTO r_on;
+	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q) p;
+	same := r_off = r_on;
+	shared_prefilter := plan LIKE '%Parallel Custom Scan (AmqPrefilter)%';
+END $$;
+CREATE FUNCTION jp_explain(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || q;
+END
+$$;
+
+-- inner, semi (two ways) and two-key joins: Parallel Hash on every major
+SELECT * FROM jp_parallel('SELECT b.id, d.id FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10');
+SELECT * FROM jp_parallel('SELECT b.id FROM jp_big b WHERE b.a IN (SELECT id FROM jp_bdim WHERE w < 5)');
+SELECT * FROM jp_parallel('SELECT b.id FROM jp_big b WHERE EXISTS (SELECT 1 FROM jp_bdim d WHERE d.id = b.a AND d.t = b.t AND d.w < 20)');
+-- every join type: the rows are the same (plans differ between majors:
+-- parallel right and full hash joins arrived in 16)
+SELECT same FROM jp_parallel('SELECT b.id, d.id FROM jp_big b RIGHT JOIN (SELECT * FROM jp_bdim WHERE w < 10) d ON b.a = d.id');
+SELECT same FROM jp_parallel('SELECT b.id, d.id FROM jp_big b LEFT JOIN (SELECT * FROM jp_bdim WHERE w < 10) d ON b.a = d.id');
+SELECT same FROM jp_parallel('SELECT b.id, d.id FROM jp_big b FULL JOIN (SELECT * FROM jp_bdim WHERE w < 10) d ON b.a = d.id');
+SELECT same FROM jp_parallel('SELECT b.id FROM jp_big b WHERE NOT EXISTS (SELECT 1 FROM jp_bdim d WHERE d.id = b.a AND d.w < 10)');
+SELECT same FROM jp_parallel('SELECT d.id FROM jp_bdim d WHERE d.w < 50 AND d.id IN (SELECT b.a FROM jp_big b WHERE b.id % 7 = 0)');
+-- multi-batch: the inner side is loaded into batches, the outer side is
+-- partitioned into batch files after the filter is complete
+SET work_mem = '64kB';
+SELECT * FROM jp_parallel('SELECT b.id, d.id FROM jp_big b JOIN jp_bdim d ON b.t = d.t WHERE d.w < 30');
+RESET work_mem;
+-- the leader does not take part: the workers build and probe
+SET parallel_leader_participation = off;
+SELECT * FROM jp_parallel('SELECT b.id, d.id FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10');
+RESET parallel_leader_participation;
+-- rescans: a Gather on the inner side of a nested loop runs once per outer
+-- row (random() keeps the outer side in the leader); each time the shared
+-- filter is cleared and built again
+SET enable_nestloop = on;
+SET enable_material = off;
+SELECT * FROM jp_parallel('SELECT x, count(*) FROM (SELECT x FROM generate_series(1, 3) x WHERE random() >= 0) x,
+	(SELECT b.id FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10) s GROUP BY x');
+RESET enable_material;
+SET enable_nestloop = off;
+
+-- EXPLAIN ANALYZE counts the rows removed by all participants: at least
+-- nine in ten of the outer rows that match no inner row.
+CREATE FUNCTION jp_removed(q text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+	n bigint := 0;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ' || q LOOP
+		IF line ~ 'Rows Removed by Prefilter' THEN
+			n := n + substring(line FROM '(\d+)$')::bigint;
+		END IF;
+	END LOOP;
+	RETURN n;
+END $$;
+SELECT removed <= unmatched AND removed >= 0.9 * unmatched AS counted_over_workers
+FROM (SELECT jp_removed('SELECT count(*) FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10') AS removed,
+		(SELECT count(*) FROM jp_big b WHERE b.a IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM jp_bdim d WHERE d.id = b.a AND d.w < 10)) AS unmatched) s;
+DROP FUNCTION jp_parallel(text);
+DROP FUNCTION jp_explain(text);
+DROP FUNCTION jp_removed(text);
+
 RESET enable_parallel_hash;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
@@ -326,4 +419,4 @@ DROP FUNCTION jp_differential(int);
 DROP FUNCTION jp_explain(text);
 DROP FUNCTION work_mem_is_small();
 DROP COLLATION jp_ci;
-DROP TABLE jp_fact, jp_dim, jp_cust;
+DROP TABLE jp_fact, jp_dim, jp_cust, jp_big, jp_bdim;

@@ -59,6 +59,7 @@
 #include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
 #include "parser/parsetree.h"
+#include "port/atomics.h"
 #include "utils/syscache.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -408,6 +409,9 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	Plan	   *outer = outerPlan(hj);
 	List	   *ints;
 	int			id;
+	int			collector_node_id;
+	bool		parallel;
+	double		inner_rows;
 	double		remove;
 	AmqPrefilterDecision decision;
 
@@ -426,8 +430,16 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 			return;
 	}
 
-	/* Parallel Hash: a worker sees only part of the inner side */
-	if (hj->join.plan.parallel_aware || hash->plan.parallel_aware)
+	/*
+	 * Parallel Hash: each participant sees only part of the inner side, so
+	 * the filter is one for all of them, in shared memory, filled with
+	 * atomic ORs (amq_join_exec.c): that takes 32-bit atomics that are
+	 * plain words.
+	 */
+	parallel = hj->join.plan.parallel_aware;
+	if (parallel != hash->plan.parallel_aware)
+		return;
+	if (parallel && sizeof(pg_atomic_uint32) != sizeof(uint32))
 		return;
 
 	if (!keys_supported(hj, hash))
@@ -451,8 +463,14 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 		decision = AMQ_PREFILTER_PLACED;
 
 	id = ++w->last_filter_id;
+	collector_node_id = ++w->last_plan_node_id;
+	inner_rows = outerPlan(hash)->plan_rows * w->parallel_divisor;
 	ints = list_make4_int(id, !bms_is_empty(hash->plan.allParam), decision,
 						  (int) rint(remove * 1000));
+	ints = lappend_int(ints, parallel);
+	ints = lappend_int(ints, hj->join.plan.plan_node_id);
+	ints = lappend_int(ints, collector_node_id);
+	ints = lappend_int(ints, (int) Min(inner_rows, (double) INT_MAX));
 	if (decision != AMQ_PREFILTER_PLACED)
 	{
 		outerPlan(hj) = (Plan *)
@@ -466,11 +484,15 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	outerPlan(hash) = (Plan *)
 		make_pass_through(&amq_collector_scan_methods, outerPlan(hash),
 						  hash->hashkeys, ints, hj->hashcollations,
-						  ++w->last_plan_node_id);
+						  collector_node_id);
 	outerPlan(hj) = (Plan *)
 		make_pass_through(&amq_prefilter_scan_methods, outer,
 						  hj->hashkeys, list_copy(ints), hj->hashcollations,
 						  ++w->last_plan_node_id);
+
+	/* parallel-aware: the executor gives them shared memory */
+	outerPlan(hash)->parallel_aware = parallel;
+	outerPlan(hj)->parallel_aware = parallel;
 }
 
 /*

@@ -41,7 +41,10 @@ typedef enum AmqJoinPrefilterMode
 #define AMQ_JOIN_INT_DECISION		2	/* AmqPrefilterDecision */
 #define AMQ_JOIN_INT_REMOVE			3	/* expected share of outer rows
 										 * removed, per mille; -1 unknown */
-#define AMQ_JOIN_INT_COUNT			4
+#define AMQ_JOIN_INT_PARALLEL		4	/* under Parallel Hash: one shared filter */
+#define AMQ_JOIN_INT_JOIN_NODE		5	/* plan_node_id of the HashJoin */
+#define AMQ_JOIN_INT_COLLECT_NODE	6	/* plan_node_id of the collector */
+#define AMQ_JOIN_INT_INNER_ROWS		7	/* planner's estimate, all participants */
 
 /*
  * Why a prefilter node is there.  A hash join that could be pre-filtered
