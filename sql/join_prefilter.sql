@@ -298,15 +298,78 @@ SELECT removed <= unmatched AND removed >= 0.9 * unmatched AS counted_over_worke
 FROM (SELECT jp_removed('SELECT count(*) FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10') AS removed,
 		(SELECT count(*) FROM jp_big b WHERE b.a IS NOT NULL
 			AND NOT EXISTS (SELECT 1 FROM jp_bdim d WHERE d.id = b.a AND d.w < 10)) AS unmatched) s;
-DROP FUNCTION jp_parallel(text);
-DROP FUNCTION jp_explain(text);
-DROP FUNCTION jp_removed(text);
-
 RESET enable_parallel_hash;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 SET max_parallel_workers_per_gather = 0;
+
+-- Push-down: where the outer join key is a column of a node further down
+-- (through inner joins, the preserved side of outer joins, sorts), the
+-- filter is applied there too, before the lower joins see the rows.  Each
+-- query with the setting off and on: the same rows?  Was a copy pushed
+-- down (EXPLAIN VERBOSE says so)?  The join order is the query's.
+CREATE FUNCTION jp_pushed(q text, OUT same boolean, OUT pushed boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+	plan text;
+BEGIN
+	same := (jp_parallel(q)).same;
+	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain_verbose(q) p;
+	pushed := plan LIKE '%pushed down from a hash join above%';
+END $$;
+CREATE FUNCTION jp_explain_verbose(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN QUERY EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q;
+END
+$$;
+SET join_collapse_limit = 1;
+SET from_collapse_limit = 1;
+-- below an inner join, to jp_big's scan
+SELECT * FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50');
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50;
+-- below the preserved side of a LEFT join
+SELECT * FROM jp_pushed('SELECT b.id, d.id, f.id FROM (jp_big b LEFT JOIN jp_bdim d ON b.a = d.id AND d.w < 50) JOIN jp_fact f ON f.id = b.id');
+-- a FULL join that the key makes a LEFT join, semi and anti joins below
+SELECT same FROM jp_pushed('SELECT b.id, d.id, f.id FROM (jp_big b FULL JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id');
+SELECT same FROM jp_pushed('SELECT b.id, d.id FROM (jp_fact f FULL JOIN jp_big b ON f.id = b.id) JOIN jp_bdim d ON d.id = b.a WHERE d.w < 10');
+SELECT same FROM jp_pushed('SELECT b.id FROM jp_big b WHERE b.a IN (SELECT id FROM jp_bdim WHERE w < 50) AND b.id IN (SELECT id FROM jp_fact)');
+SELECT same FROM jp_pushed('SELECT b.id, f.id FROM (SELECT * FROM jp_big b WHERE NOT EXISTS (SELECT 1 FROM jp_bdim d WHERE d.id = b.a AND d.w < 50)) b JOIN jp_fact f ON f.id = b.id');
+SELECT same FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b RIGHT JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50');
+-- the inner side may read other rows when read again: not pushed
+SELECT * FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN (SELECT * FROM jp_fact WHERE random() >= 0) f ON f.id = b.id WHERE d.w < 50');
+-- multi-batch
+SET work_mem = '64kB';
+SELECT * FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50');
+RESET work_mem;
+-- rescans: the outer side depends on a parameter, the filter stays
+SELECT same FROM jp_pushed('SELECT x, (SELECT count(*) FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50 AND b.id > x) FROM generate_series(0, 150000, 50000) x');
+-- switched off
+SET bloomamq.join_prefilter_push_down = off;
+SELECT * FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50');
+RESET bloomamq.join_prefilter_push_down;
+-- under Parallel Hash, the shared filter at a Parallel Seq Scan
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT * FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50');
+SET work_mem = '64kB';
+SELECT same FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50');
+RESET work_mem;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+SET max_parallel_workers_per_gather = 0;
+RESET join_collapse_limit;
+RESET from_collapse_limit;
+
+DROP FUNCTION jp_pushed(text);
+DROP FUNCTION jp_explain_verbose(text);
+DROP FUNCTION jp_parallel(text);
+DROP FUNCTION jp_explain(text);
+DROP FUNCTION jp_removed(text);
 
 -- The differential test.  Each generated query runs with the setting off
 -- and on; the rows (as a sorted multiset) must be equal.  Returns the

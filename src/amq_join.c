@@ -78,6 +78,7 @@
 static int	amq_join_prefilter = AMQ_JOIN_PREFILTER_OFF;
 int			amq_join_prefilter_min_rows = 10000;
 double		amq_join_prefilter_min_remove = 0.3;
+static bool amq_join_prefilter_push_down = true;
 
 static const struct config_enum_entry prefilter_options[] = {
 	{"off", AMQ_JOIN_PREFILTER_OFF, false},
@@ -101,6 +102,7 @@ typedef struct PrefilterWalk
 	int			last_plan_node_id;
 	double		parallel_divisor;	/* under a Gather: rows per participant
 									 * to rows in all; else 1 */
+	Bitmapset  *gather_params;	/* rescan params of the Gathers above */
 } PrefilterWalk;
 
 typedef void (*PlanSlotFn) (Plan **slot, void *arg);
@@ -401,6 +403,230 @@ expected_removed_share(PrefilterWalk *w, HashJoin *hj, Hash *hash)
 	return 1.0 - Min(matched / outer_rows, 1.0);
 }
 
+/* Is plan one of the pass-through nodes this file puts into plans? */
+static bool
+is_amq_pass_through(Plan *plan)
+{
+	const CustomScanMethods *m;
+
+	if (!IsA(plan, CustomScan))
+		return false;
+	m = ((CustomScan *) plan)->methods;
+	return m == &amq_prefilter_scan_methods ||
+		m == &amq_collector_scan_methods ||
+		m == &amq_skipped_scan_methods;
+}
+
+/*
+ * May rows be dropped from this input of a join (the inner one if
+ * inner_side) without changing the join's other output rows?  Yes where the
+ * input's rows only ever appear with their own values or not at all: both
+ * inputs of an inner join, the outer input of semi and anti joins, the
+ * preserved input of a LEFT or RIGHT join.  Never the nullable input of an
+ * outer join (a dropped row turns its partners' rows into null-extended
+ * ones), nor a FULL join's.
+ */
+static bool
+join_input_filterable(JoinType jointype, bool inner_side)
+{
+	switch (jointype)
+	{
+		case JOIN_INNER:
+			return true;
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+		case JOIN_LEFT:
+			return !inner_side;
+		case JOIN_RIGHT:
+			return inner_side;
+		default:
+			return false;
+	}
+}
+
+/*
+ * Push-down: follow the nkeys columns attnos of (*slot)'s output down
+ * through nodes that pass them on unchanged and drop no row that a dropped
+ * row below them would bring back: joins into an input that
+ * join_input_filterable allows, Hash, Sort, Incremental Sort, Material and
+ * this file's own pass-throughs.  Never through a Gather (the filter lives
+ * in one process), an Append, an aggregate, a Unique, a Limit, a subquery,
+ * or anything else.  Returns the slot of the deepest node reached, attnos
+ * changed to the columns of its output; all keys must go the same way.
+ */
+static Plan **
+trace_keys(Plan **slot, AttrNumber *attnos, int nkeys)
+{
+	for (;;)
+	{
+		Plan	   *plan = *slot;
+		int			side = -1;	/* 0: lefttree, 1: righttree */
+		AttrNumber	next[INDEX_MAX_KEYS];
+		int			i;
+
+		switch (nodeTag(plan))
+		{
+			case T_HashJoin:
+			case T_MergeJoin:
+			case T_NestLoop:
+			case T_Hash:
+			case T_Sort:
+			case T_IncrementalSort:
+			case T_Material:
+				break;
+			case T_CustomScan:
+				if (is_amq_pass_through(plan))
+					break;
+				return slot;
+			default:
+				return slot;
+		}
+
+		for (i = 0; i < nkeys; i++)
+		{
+			TargetEntry *tle;
+			Var		   *var;
+			int			s;
+
+			if (attnos[i] <= 0 || attnos[i] > list_length(plan->targetlist))
+				return slot;
+			tle = list_nth_node(TargetEntry, plan->targetlist, attnos[i] - 1);
+			if (!IsA(tle->expr, Var))
+				return slot;
+			var = (Var *) tle->expr;
+
+			if (IsA(plan, CustomScan))
+			{
+				/* INDEX_VAR into custom_scan_tlist, OUTER_VAR of the same column */
+				if (var->varno != INDEX_VAR)
+					return slot;
+				s = 0;
+			}
+			else if (var->varno == OUTER_VAR)
+				s = 0;
+			else if (var->varno == INNER_VAR)
+				s = 1;
+			else
+				return slot;
+			if (side >= 0 && s != side)
+				return slot;
+			side = s;
+			next[i] = var->varattno;
+		}
+
+		if (IsA(plan, HashJoin) || IsA(plan, MergeJoin) || IsA(plan, NestLoop))
+		{
+			if (!join_input_filterable(((Join *) plan)->jointype, side == 1))
+				return slot;
+		}
+		else if (side != 0)
+			return slot;
+
+		slot = side == 0 ? &plan->lefttree : &plan->righttree;
+		if (*slot == NULL)
+			elog(ERROR, "plan node without the child its target list refers to");
+		memcpy(attnos, next, sizeof(AttrNumber) * nkeys);
+	}
+}
+
+/*
+ * Walker: does the inner side read rows that may differ when it is read
+ * again (volatile functions, a sample, a limit)?  A rescan would then build
+ * another filter from other keys, while rows the first one dropped below
+ * could be kept, in a lower join's hash table or a Material, and missed.
+ */
+static void
+find_unstable(Plan **slot, void *arg)
+{
+	Plan	   *plan = *slot;
+	bool	   *unstable = (bool *) arg;
+
+	if (*unstable)
+		return;
+	if (IsA(plan, SampleScan) || IsA(plan, Limit) ||
+		contain_volatile_functions((Node *) plan->qual) ||
+		contain_volatile_functions((Node *) plan->targetlist))
+	{
+		*unstable = true;
+		return;
+	}
+	walk_children(plan, find_unstable, arg);
+}
+
+/*
+ * Push hj's pre-filter down its outer side, whose keys are the columns
+ * attnos of outer's output: put a copy of the prefilter above the deepest
+ * node trace_keys reaches, if deeper than outer.  Only where the inner side
+ * depends on no parameter, so that the filter never changes while the
+ * nodes below read their rows.  Returns whether it did.
+ *
+ * The join's own prefilter stays: where the copy ran before the filter was
+ * complete (a serial hash join may fetch its first outer row, and so build
+ * a lower join's table, before it reads its inner side) it still filters;
+ * elsewhere it sees rows that passed the same filter, and the runtime check
+ * stops it after a sample.
+ */
+static bool
+push_down(HashJoin *hj, Plan **outer_slot, List *ints, PrefilterWalk *w,
+		  bool parallel)
+{
+	AttrNumber	attnos[INDEX_MAX_KEYS];
+	List	   *keys = NIL;
+	Plan	  **target;
+	Plan	   *node;
+	ListCell   *lc;
+	int			nkeys = 0;
+
+	if (list_length(hj->hashkeys) > INDEX_MAX_KEYS)
+		return false;
+	foreach(lc, hj->hashkeys)
+	{
+		Node	   *key = lfirst(lc);
+
+		while (IsA(key, RelabelType))
+			key = (Node *) ((RelabelType *) key)->arg;
+		if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR)
+			return false;
+		attnos[nkeys++] = ((Var *) key)->varattno;
+	}
+
+	target = trace_keys(outer_slot, attnos, nkeys);
+	if (target == outer_slot)
+		return false;
+
+	/* the same keys, as columns of the target's output */
+	nkeys = 0;
+	foreach(lc, hj->hashkeys)
+	{
+		Node	   *key = copyObject(lfirst(lc));
+		Node	   *var = key;
+
+		while (IsA(var, RelabelType))
+			var = (Node *) ((RelabelType *) var)->arg;
+		((Var *) var)->varattno = attnos[nkeys++];
+		keys = lappend(keys, key);
+	}
+
+	ints = list_copy(ints);
+	lfirst_int(list_nth_cell(ints, AMQ_JOIN_INT_PUSHED)) = AMQ_PUSHED_COPY;
+	node = (Plan *) make_pass_through(&amq_prefilter_scan_methods, *target,
+									  keys, ints, hj->hashcollations,
+									  ++w->last_plan_node_id);
+	node->parallel_aware = parallel;
+	*target = node;
+	return true;
+}
+
+/* Does hash's inner side read the same rows each time? (find_unstable) */
+static bool
+inner_side_stable(Hash *hash)
+{
+	bool		unstable = false;
+
+	find_unstable(&outerPlan(hash), &unstable);
+	return !unstable;
+}
+
 /* Put the collector over hj's inner child, the pre-filter over its outer. */
 static void
 add_prefilter(HashJoin *hj, PrefilterWalk *w)
@@ -471,6 +697,7 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	ints = lappend_int(ints, hj->join.plan.plan_node_id);
 	ints = lappend_int(ints, collector_node_id);
 	ints = lappend_int(ints, (int) Min(inner_rows, (double) INT_MAX));
+	ints = lappend_int(ints, AMQ_PUSHED_NONE);
 	if (decision != AMQ_PREFILTER_PLACED)
 	{
 		outerPlan(hj) = (Plan *)
@@ -493,6 +720,21 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	/* parallel-aware: the executor gives them shared memory */
 	outerPlan(hash)->parallel_aware = parallel;
 	outerPlan(hj)->parallel_aware = parallel;
+
+	/*
+	 * A Gather's rescan parameter changes only when the Gather runs again,
+	 * when everything below it starts over.
+	 */
+	if (amq_join_prefilter_push_down &&
+		bms_is_subset(hash->plan.allParam, w->gather_params) &&
+		inner_side_stable(hash) &&
+		push_down(hj, &outerPlan(outerPlan(hj)), ints, w, parallel))
+	{
+		CustomScan *own = (CustomScan *) outerPlan(hj);
+
+		lfirst_int(list_nth_cell(linitial(own->custom_private),
+								 AMQ_JOIN_INT_PUSHED)) = AMQ_PUSHED_HAS_COPY;
+	}
 }
 
 /*
@@ -515,14 +757,26 @@ add_prefilters(Plan **slot, void *arg)
 {
 	PrefilterWalk *w = (PrefilterWalk *) arg;
 	double		saved = w->parallel_divisor;
+	Bitmapset  *saved_params = w->gather_params;
 
 	/* partial plans estimate the rows of one participant */
 	if (IsA(*slot, Gather))
+	{
 		w->parallel_divisor = parallel_divisor(((Gather *) *slot)->num_workers);
+		if (((Gather *) *slot)->rescan_param >= 0)
+			w->gather_params = bms_add_member(bms_copy(w->gather_params),
+											  ((Gather *) *slot)->rescan_param);
+	}
 	else if (IsA(*slot, GatherMerge))
+	{
 		w->parallel_divisor = parallel_divisor(((GatherMerge *) *slot)->num_workers);
+		if (((GatherMerge *) *slot)->rescan_param >= 0)
+			w->gather_params = bms_add_member(bms_copy(w->gather_params),
+											  ((GatherMerge *) *slot)->rescan_param);
+	}
 	walk_children(*slot, add_prefilters, arg);
 	w->parallel_divisor = saved;
+	w->gather_params = saved_params;
 
 	if (IsA(*slot, HashJoin))
 		add_prefilter((HashJoin *) *slot, w);
@@ -534,7 +788,7 @@ amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 				 ParamListInfo boundParams AMQ_PLANNER_ES_PARAM)
 {
 	PlannedStmt *stmt;
-	PrefilterWalk w = {NULL, 0, -1, 1.0};
+	PrefilterWalk w = {NULL, 0, -1, 1.0, NULL};
 	ListCell   *lc;
 
 	if (prev_planner_hook)
@@ -593,6 +847,14 @@ AmqJoinInit(void)
 							 "From the planner's estimates of the join's rows, its outer rows and the inner side's distinct keys; 0 places a pre-filter wherever one is correct.",
 							 &amq_join_prefilter_min_remove,
 							 0.3, 0.0, 1.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("bloomamq.join_prefilter_push_down",
+							 "Applies a hash join's pre-filter also at the node further down its outer side that produces the join keys.",
+							 "Through inner joins and the preserved side of outer joins, sorts and materializations; never through the nullable side of an outer join, a Gather or an aggregate.",
+							 &amq_join_prefilter_push_down,
+							 true,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

@@ -45,6 +45,15 @@ typedef enum AmqJoinPrefilterMode
 #define AMQ_JOIN_INT_JOIN_NODE		5	/* plan_node_id of the HashJoin */
 #define AMQ_JOIN_INT_COLLECT_NODE	6	/* plan_node_id of the collector */
 #define AMQ_JOIN_INT_INNER_ROWS		7	/* planner's estimate, all participants */
+#define AMQ_JOIN_INT_PUSHED			8	/* AmqPrefilterPushed */
+
+/* A prefilter pushed down the outer side, and the join's own. */
+typedef enum AmqPrefilterPushed
+{
+	AMQ_PUSHED_NONE,			/* the join's own, no copy below */
+	AMQ_PUSHED_COPY,			/* the copy at a node further down */
+	AMQ_PUSHED_HAS_COPY			/* the join's own, with a copy below */
+} AmqPrefilterPushed;
 
 /*
  * Why a prefilter node is there.  A hash join that could be pre-filtered

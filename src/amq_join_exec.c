@@ -26,8 +26,12 @@
  * hashes in order.
  *
  * It pays only when many outer rows cannot join: after
- * AMQ_PREFILTER_SAMPLE probes of a scan, a pass rate above
- * AMQ_PREFILTER_MAX_PASS stops the probing for the rest of that scan.
+ * AMQ_PREFILTER_SAMPLE probes, a pass rate above AMQ_PREFILTER_MAX_PASS
+ * pauses the probing for the next AMQ_PREFILTER_PAUSE rows, then it samples
+ * again: rows stored in key order (a fact table loaded by date, lineitem
+ * by order) can all match in one stretch and not in the next, and a filter
+ * pushed below a serial join can first see rows before it is complete.  A
+ * useless filter probes one row in sixteen.
  *
  * Memory: 8 bytes per inner row while collecting (16 while sorting), at
  * most max(hash_mem, 64 MB); past that the filter is abandoned for the
@@ -59,6 +63,7 @@
 #define AMQ_JOIN_FPR			0.01
 #define AMQ_PREFILTER_SAMPLE	4096
 #define AMQ_PREFILTER_MAX_PASS	0.9
+#define AMQ_PREFILTER_PAUSE		(15 * AMQ_PREFILTER_SAMPLE)
 #define AMQ_COLLECT_MIN_BYTES	((Size) 64 * 1024 * 1024)
 
 /* The filter of one hash join in one EState, shared by its two nodes. */
@@ -108,7 +113,7 @@ typedef struct AmqSharedFilter
 typedef struct AmqSharedPrefilter
 {
 	pg_atomic_uint64 removed;
-	pg_atomic_uint32 disabled;	/* scans that stopped probing */
+	pg_atomic_uint32 disabled;	/* times probing paused */
 } AmqSharedPrefilter;
 
 /* How a node hashes the join keys of its child's tuples. */
@@ -140,10 +145,11 @@ typedef struct PrefilterState
 	AmqJoinKeys keys;
 	bool		inner_params;
 
-	/* this scan */
+	/* this scan: the current sample, or the rows of a pause */
 	bool		disabled;
 	uint64		scan_probed;
 	uint64		scan_passed;
+	uint64		paused_rows;
 
 	/* all scans, for EXPLAIN ANALYZE */
 	uint64		removed;
@@ -814,7 +820,12 @@ prefilter_exec(CustomScanState *node)
 			return slot;
 		}
 		if (ps->disabled)
-			return slot;
+		{
+			if (++ps->paused_rows < AMQ_PREFILTER_PAUSE)
+				return slot;
+			/* sample again */
+			ps->disabled = false;
+		}
 		if (ps->toc)
 		{
 			if (!ps->parallel_ready && !prefilter_parallel_ready(ps))
@@ -840,13 +851,17 @@ prefilter_exec(CustomScanState *node)
 			ps->unflushed_removed++;
 		}
 
-		if (unlikely(ps->scan_probed == AMQ_PREFILTER_SAMPLE) &&
-			ps->scan_passed > AMQ_PREFILTER_MAX_PASS * AMQ_PREFILTER_SAMPLE)
+		if (unlikely(ps->scan_probed == AMQ_PREFILTER_SAMPLE))
 		{
-			/* most rows join: probing costs more than it saves */
-			ps->disabled = true;
-			ps->ever_disabled = true;
-			ps->unflushed_disabled = true;
+			if (ps->scan_passed > AMQ_PREFILTER_MAX_PASS * AMQ_PREFILTER_SAMPLE)
+			{
+				/* most rows join: probing costs more than it saves */
+				ps->disabled = true;
+				ps->paused_rows = 0;
+				ps->ever_disabled = true;
+				ps->unflushed_disabled = true;
+			}
+			ps->scan_probed = ps->scan_passed = 0;
 		}
 		if (pass)
 			return slot;
@@ -945,10 +960,21 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	explain_keys(node, ancestors, es, "Prefilter Keys");
 	if (es->verbose)
-		ExplainPropertyText("Prefilter",
-							psprintf("placed, expected to remove %.1f%% of %.0f outer rows",
-									 private_int(node, AMQ_JOIN_INT_REMOVE) / 10.0,
-									 node->ss.ps.plan->plan_rows), es);
+	{
+		AmqPrefilterPushed pushed = private_int(node, AMQ_JOIN_INT_PUSHED);
+		double		remove = private_int(node, AMQ_JOIN_INT_REMOVE) / 10.0;
+
+		if (pushed == AMQ_PUSHED_COPY)
+			ExplainPropertyText("Prefilter",
+								psprintf("pushed down from a hash join above, expected to remove %.1f%% of its outer rows",
+										 remove), es);
+		else
+			ExplainPropertyText("Prefilter",
+								psprintf("placed, expected to remove %.1f%% of %.0f outer rows%s",
+										 remove, node->ss.ps.plan->plan_rows,
+										 pushed == AMQ_PUSHED_HAS_COPY ?
+										 "; also pushed down" : ""), es);
+	}
 	if (!es->analyze)
 		return;
 
