@@ -378,7 +378,7 @@ DROP FUNCTION jp_removed(text);
 -- How many get one is the planner's choice, which varies between majors:
 -- the test asserts that many do, in each kind of plan.
 CREATE FUNCTION jp_differential(nqueries int)
-RETURNS TABLE (queries int, mismatches int, prefiltered int, parallel_prefiltered int, small_work_mem_prefiltered int)
+RETURNS TABLE (queries int, mismatches int, prefiltered int, parallel_prefiltered int, small_work_mem_prefiltered int, pushed int)
 LANGUAGE plpgsql AS $$
 DECLARE
 	conds text[] := ARRAY[
@@ -394,7 +394,8 @@ DECLARE
 		'f.t = d.t COLLATE "C"',             -- an explicit deterministic collation
 		'f.a + 1 = d.a8 + 1'                 -- expressions as keys
 	];
-	jtypes text[] := ARRAY['inner', 'left', 'right', 'full', 'semi', 'anti', 'in'];
+	jtypes text[] := ARRAY['inner', 'left', 'right', 'full', 'semi', 'anti', 'in', 'chain', 'chain'];
+	lower_jt text;
 	dfilter text;
 	cond text;
 	jt text;
@@ -405,7 +406,7 @@ DECLARE
 	par boolean;
 	i int;
 BEGIN
-	queries := 0; mismatches := 0; prefiltered := 0; parallel_prefiltered := 0; small_work_mem_prefiltered := 0;
+	queries := 0; mismatches := 0; prefiltered := 0; parallel_prefiltered := 0; small_work_mem_prefiltered := 0; pushed := 0;
 	PERFORM setseed(0.42);
 	FOR i IN 1 .. nqueries LOOP
 		cond := conds[1 + floor(random() * array_length(conds, 1))::int];
@@ -419,8 +420,12 @@ BEGIN
 			WHEN 'full' THEN format('SELECT f.id, d.id FROM jp_fact f FULL JOIN (SELECT * FROM jp_dim WHERE %s) d ON %s', dfilter, cond)
 			WHEN 'semi' THEN format('SELECT f.id FROM jp_fact f WHERE EXISTS (SELECT 1 FROM jp_dim d WHERE %s AND %s)', dfilter, cond)
 			WHEN 'anti' THEN format('SELECT f.id FROM jp_fact f WHERE NOT EXISTS (SELECT 1 FROM jp_dim d WHERE %s AND %s)', dfilter, cond)
+			-- a join below the pre-filtered one, of any type: push-down
+			WHEN 'chain' THEN format('SELECT f.id, c.c_id, d.id FROM (jp_fact f %s jp_cust c ON f.id %% 3000 = c.c_id AND c.seg < 5) JOIN (SELECT * FROM jp_dim WHERE %s) d ON %s',
+				(ARRAY['JOIN', 'LEFT JOIN', 'RIGHT JOIN', 'FULL JOIN'])[1 + floor(random() * 4)::int], dfilter, cond)
 			ELSE format('SELECT d.id FROM jp_dim d WHERE %s AND d.a8 IN (SELECT f.b FROM jp_fact f WHERE f.s < 100)', dfilter)
 		END;
+		PERFORM set_config('join_collapse_limit', CASE WHEN random() < 0.5 THEN '1' ELSE '8' END, true);
 		-- plans: serial or parallel, Parallel Hash or not, one batch or many
 		par := random() < 0.3;
 		PERFORM set_config('max_parallel_workers_per_gather', CASE WHEN par THEN '2' ELSE '0' END, true);
@@ -453,16 +458,19 @@ BEGIN
 			IF work_mem_is_small() THEN
 				small_work_mem_prefiltered := small_work_mem_prefiltered + 1;
 			END IF;
+			IF plan LIKE '%pushed down from%' THEN
+				pushed := pushed + 1;
+			END IF;
 		END IF;
 	END LOOP;
 	RETURN NEXT;
 END
 $$;
 
--- EXPLAIN of a query as rows of text
+-- EXPLAIN VERBOSE of a query as rows of text
 CREATE FUNCTION jp_explain(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 BEGIN
-	RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || q;
+	RETURN QUERY EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q;
 END
 $$;
 
@@ -475,7 +483,8 @@ SELECT greatest(40, round(400 * coalesce(nullif(current_setting('bloomamq_test.s
 	AS nqueries \gset
 SELECT queries = :nqueries AS all_compared, mismatches, prefiltered >= queries / 4 AS many_prefiltered,
 	parallel_prefiltered > 0 AS some_parallel_prefiltered,
-	small_work_mem_prefiltered > 0 AS some_small_work_mem_prefiltered
+	small_work_mem_prefiltered > 0 AS some_small_work_mem_prefiltered,
+	pushed > 0 AS some_pushed_down
 FROM jp_differential(:nqueries);
 
 DROP FUNCTION jp_differential(int);
