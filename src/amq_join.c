@@ -100,8 +100,8 @@ typedef struct PrefilterWalk
 	PlannedStmt *stmt;
 	int			last_filter_id;
 	int			last_plan_node_id;
-	double		parallel_divisor;	/* under a Gather: rows per participant
-									 * to rows in all; else 1 */
+	double		parallel_divisor;	/* in a partial plan under a Gather: rows
+									 * per participant to rows in all; else 1 */
 	Bitmapset  *gather_params;	/* rescan params of the Gathers above */
 } PrefilterWalk;
 
@@ -288,6 +288,17 @@ make_pass_through(const CustomScanMethods *methods, Plan *child, List *keys,
 }
 
 /*
+ * Rows per participant to rows in all for hash's inner side: a Parallel
+ * Hash's is partial, each participant reads a share; a parallel-oblivious
+ * Hash reads all of it in each process.
+ */
+static double
+inner_divisor(PrefilterWalk *w, Hash *hash)
+{
+	return hash->plan.parallel_aware ? w->parallel_divisor : 1.0;
+}
+
+/*
  * Distinct values of the inner key among the inner rows, when the planner's
  * statistics can tell: a single key that is a column of a base relation
  * scanned right under the Hash.  Else -1.
@@ -360,7 +371,7 @@ inner_key_distinct(PrefilterWalk *w, Hash *hash)
 	 * reltuples / distinct rows, each kept with probability rows / reltuples.
 	 */
 	{
-		double		rows = Min(child->plan_rows * w->parallel_divisor, reltuples);
+		double		rows = Min(child->plan_rows * inner_divisor(w, hash), reltuples);
 
 		return distinct * (1.0 - pow(1.0 - rows / reltuples,
 									 reltuples / distinct));
@@ -392,7 +403,7 @@ expected_removed_share(PrefilterWalk *w, HashJoin *hj, Hash *hash)
 		matched = join_rows;
 	else
 	{
-		double		inner_rows = outerPlan(hash)->plan_rows * w->parallel_divisor;
+		double		inner_rows = outerPlan(hash)->plan_rows * inner_divisor(w, hash);
 		double		distinct = inner_key_distinct(w, hash);
 		double		per_key = 1.0;
 
@@ -690,7 +701,7 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 
 	id = ++w->last_filter_id;
 	collector_node_id = ++w->last_plan_node_id;
-	inner_rows = outerPlan(hash)->plan_rows * w->parallel_divisor;
+	inner_rows = outerPlan(hash)->plan_rows * inner_divisor(w, hash);
 	ints = list_make4_int(id, !bms_is_empty(hash->plan.allParam), decision,
 						  (int) rint(remove * 1000));
 	ints = lappend_int(ints, parallel);
@@ -774,7 +785,24 @@ add_prefilters(Plan **slot, void *arg)
 			w->gather_params = bms_add_member(bms_copy(w->gather_params),
 											  ((GatherMerge *) *slot)->rescan_param);
 	}
-	walk_children(*slot, add_prefilters, arg);
+
+	/*
+	 * A parallel-oblivious Hash, and the inner side of the other joins, read
+	 * all their rows in each process: not a partial plan.
+	 */
+	if (IsA(*slot, Hash) && !(*slot)->parallel_aware)
+	{
+		w->parallel_divisor = 1.0;
+		walk_children(*slot, add_prefilters, arg);
+	}
+	else if (IsA(*slot, NestLoop) || IsA(*slot, MergeJoin))
+	{
+		add_prefilters(&(*slot)->lefttree, arg);
+		w->parallel_divisor = 1.0;
+		add_prefilters(&(*slot)->righttree, arg);
+	}
+	else
+		walk_children(*slot, add_prefilters, arg);
 	w->parallel_divisor = saved;
 	w->gather_params = saved_params;
 
