@@ -683,10 +683,11 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 		return;
 
 	/*
-	 * The cost rule.  Probing costs about what the hash join's own lookup of
-	 * a row that finds nothing costs, and collecting the inner keys about a
-	 * probe per inner row: a pre-filter pays where it removes a good share
-	 * of many outer rows.  Where it is not expected to, an
+	 * The cost rule.  A probe (a hash, one cache line of a filter much
+	 * smaller than the hash table) costs a fraction of the hash join's own
+	 * lookup of a row that finds nothing, and collecting the inner keys about
+	 * a probe per inner row: a pre-filter pays where it removes a good share
+	 * of many outer rows (min_remove, a judgment: docs/joins.md).  Where it is not expected to, an
 	 * AmqPrefilterSkipped node that only passes rows on says why in EXPLAIN.
 	 * The runtime check (amq_join_exec.c) still stops a placed pre-filter
 	 * that removes too little.
