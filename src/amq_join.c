@@ -42,7 +42,8 @@
  * and expects the filter to remove at least
  * bloomamq.join_prefilter_min_remove of them (expected_removed_share).
  * Elsewhere an AmqPrefilterSkipped node, a bare pass-through, stands where
- * the pre-filter would, and EXPLAIN VERBOSE shows why it was skipped.
+ * the collector would, under the Hash, and EXPLAIN VERBOSE shows why the
+ * pre-filter was skipped.
  *
  * Where the outer side is a Gather, the prefilter sits above it (in the
  * leader): rows still cross the Gather.  Applying the filter in the
@@ -710,13 +711,19 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	ints = lappend_int(ints, collector_node_id);
 	ints = lappend_int(ints, (int) Min(inner_rows, (double) INT_MAX));
 	ints = lappend_int(ints, AMQ_PUSHED_NONE);
+	ints = lappend_int(ints, (int) Min(outer->plan_rows, (double) INT_MAX));
 	if (decision != AMQ_PREFILTER_PLACED)
 	{
-		outerPlan(hj) = (Plan *)
-			make_pass_through(&amq_skipped_scan_methods, outer, NIL,
+		/*
+		 * The skipped node goes on the inner side, under the Hash: it costs
+		 * a call per row, and the inner rows, each hashed into the table
+		 * anyway, are usually the fewer (a foreign-key join's dimension).
+		 */
+		outerPlan(hash) = (Plan *)
+			make_pass_through(&amq_skipped_scan_methods, outerPlan(hash), NIL,
 							  ints, NIL, ++w->last_plan_node_id);
 		/* a bare pass-through: no per-row work to cost */
-		outerPlan(hj)->total_cost = outer->total_cost;
+		outerPlan(hash)->total_cost = outerPlan(outerPlan(hash))->total_cost;
 		return;
 	}
 

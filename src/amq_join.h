@@ -46,6 +46,7 @@ typedef enum AmqJoinPrefilterMode
 #define AMQ_JOIN_INT_COLLECT_NODE	6	/* plan_node_id of the collector */
 #define AMQ_JOIN_INT_INNER_ROWS		7	/* planner's estimate, all participants */
 #define AMQ_JOIN_INT_PUSHED			8	/* AmqPrefilterPushed */
+#define AMQ_JOIN_INT_OUTER_ROWS		9	/* planner's estimate, per participant */
 
 /* A prefilter pushed down the outer side, and the join's own. */
 typedef enum AmqPrefilterPushed
@@ -57,8 +58,8 @@ typedef enum AmqPrefilterPushed
 
 /*
  * Why a prefilter node is there.  A hash join that could be pre-filtered
- * but is not expected to gain keeps an AmqPrefilterSkipped node, a bare
- * pass-through, so that EXPLAIN can say why (amq_join.c).
+ * but is not expected to gain gets an AmqPrefilterSkipped node under its
+ * Hash, a bare pass-through, so that EXPLAIN can say why (amq_join.c).
  */
 typedef enum AmqPrefilterDecision
 {

@@ -1073,17 +1073,17 @@ skipped_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	AmqPrefilterDecision decision = private_int(node, AMQ_JOIN_INT_DECISION);
 	int			remove = private_int(node, AMQ_JOIN_INT_REMOVE);
-	double		rows = node->ss.ps.plan->plan_rows;
+	int			rows = private_int(node, AMQ_JOIN_INT_OUTER_ROWS);
 
 	if (!es->verbose)
 		ExplainPropertyText("Prefilter", "skipped", es);
 	else if (decision == AMQ_PREFILTER_SKIPPED_ROWS)
 		ExplainPropertyText("Prefilter",
-							psprintf("skipped, %.0f outer rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
+							psprintf("skipped, %d outer rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
 									 rows, amq_join_prefilter_min_rows), es);
 	else
 		ExplainPropertyText("Prefilter",
-							psprintf("skipped, expected to remove %.1f%% of %.0f outer rows, less than bloomamq.join_prefilter_min_remove (%g%%)",
+							psprintf("skipped, expected to remove %.1f%% of %d outer rows, less than bloomamq.join_prefilter_min_remove (%g%%)",
 									 remove / 10.0, rows,
 									 amq_join_prefilter_min_remove * 100), es);
 }
