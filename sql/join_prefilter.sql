@@ -345,6 +345,22 @@ SELECT * FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a 
 RESET work_mem;
 -- rescans: the outer side depends on a parameter, the filter stays
 SELECT same FROM jp_pushed('SELECT x, (SELECT count(*) FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50 AND b.id > x) FROM generate_series(0, 150000, 50000) x');
+-- never into a merge join's inner input, which must mark and restore
+-- positions (here an index scan with duplicate keys): a custom scan
+-- there fails with "does not support MarkPos")
+CREATE INDEX jp_fact_a ON jp_fact (a);
+SET enable_mergejoin = on;
+SET enable_sort = off;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SET work_mem = '64kB';
+SELECT same FROM jp_pushed('SELECT f.id, c.c_id, d.id FROM (jp_cust c JOIN jp_fact f ON f.a = c.c_id) JOIN (SELECT * FROM jp_dim WHERE w < 10) d ON d.n = f.s');
+RESET work_mem;
+RESET enable_bitmapscan;
+RESET enable_seqscan;
+RESET enable_sort;
+SET enable_mergejoin = off;
+DROP INDEX jp_fact_a;
 -- switched off
 SET bloomamq.join_prefilter_push_down = off;
 SELECT * FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50');

@@ -461,8 +461,8 @@ join_input_filterable(JoinType jointype, bool inner_side)
  * Push-down: follow the nkeys columns attnos of (*slot)'s output down
  * through nodes that pass them on unchanged and drop no row that a dropped
  * row below them would bring back: joins into an input that
- * join_input_filterable allows, Hash, Sort, Incremental Sort, Material and
- * this file's own pass-throughs.  Never through a Gather (the filter lives
+ * join_input_filterable allows (not a merge join's inner input), Hash,
+ * Sort, Incremental Sort, Material and this file's own pass-throughs.  Never through a Gather (the filter lives
  * in one process), an Append, an aggregate, a Unique, a Limit, a subquery,
  * or anything else.  Returns the slot of the deepest node reached, attnos
  * changed to the columns of its output; all keys must go the same way.
@@ -530,6 +530,14 @@ trace_keys(Plan **slot, AttrNumber *attnos, int nkeys)
 		if (IsA(plan, HashJoin) || IsA(plan, MergeJoin) || IsA(plan, NestLoop))
 		{
 			if (!join_input_filterable(((Join *) plan)->jointype, side == 1))
+				return slot;
+
+			/*
+			 * A merge join marks and restores positions in its inner input,
+			 * which the planner chose because it can: a custom scan put there
+			 * cannot.
+			 */
+			if (IsA(plan, MergeJoin) && side == 1)
 				return slot;
 		}
 		else if (side != 0)
