@@ -26,11 +26,20 @@
  * it is used; until then (a hash join may fetch one outer row before it
  * builds its table) rows pass unfiltered.
  *
+ * Under Parallel Hash each participant hashes only part of the inner side:
+ * both nodes are then parallel-aware, and the filter is one for all of
+ * them, in the query's dynamic shared memory, filled concurrently and
+ * probed by every participant below the Gather once the build barrier says
+ * the inner side is loaded (amq_join_exec.c explains why that suffices).
+ * A parallel-oblivious Hash (each process builds the whole inner side) has
+ * a filter per process.
+ *
+ * Push-down (push_down, trace_keys): where the outer keys are columns that
+ * a node further down the outer side produces and the nodes in between
+ * pass on unchanged without bringing back a dropped row, a copy of the
+ * prefilter goes above that node too, usually the fact table's scan.
+ *
  * Not applied:
- *	- under Parallel Hash: each worker sees only part of the inner side, so
- *	  a worker-local filter would drop rows that match another worker's
- *	  part.  A parallel-oblivious Hash (each worker builds the whole inner
- *	  side) is fine, in workers or the leader.
  *	- to keys the canonical hash (amq_hashing.c) does not follow: the
  *	  equality operator must be in the default hash operator family of both
  *	  key types, both keys in one key family (int4 = int8 is, date =

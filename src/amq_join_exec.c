@@ -10,8 +10,9 @@
  *				  row's keys; when its child is exhausted it sorts and
  *				  deduplicates them and builds a blocked filter sized for the
  *				  distinct keys (1% false positives).
- *	AmqPrefilter  above the outer child: hashes each outer row's keys the
- *				  same way and drops the row when the filter says no.
+ *	AmqPrefilter  above the outer child (and, pushed down, above a node
+ *				  further down): hashes each outer row's keys the same way
+ *				  and drops the row when the filter says no.
  *
  * The two find each other through a small registry keyed by the EState and
  * the id the planner gave the pair; the entry lives in the query's memory
@@ -20,6 +21,20 @@
  * and so does a rescan of the prefilter when the inner side depends on
  * parameters (the hash join may then rebuild its table after fetching a
  * first outer row).  Without a filter, rows pass unfiltered.
+ *
+ * Under Parallel Hash (both nodes parallel-aware) the filter lives in the
+ * query's dynamic shared memory instead, owned by the collector under its
+ * plan_node_id: sized from the planner's estimate of the inner rows before
+ * any row is read, every participant's collector ORs its rows' bits into
+ * it with atomics, every participant's prefilter (the join's own and a
+ * pushed-down copy) finds it in the toc and probes it once the join's build
+ * barrier is past the inner hashing phase (prefilter_parallel_ready says
+ * why that means complete).  A rescan of the Gather above clears it in
+ * ReInitializeDSMCustomScan.  Parallel plans run without shared memory (no
+ * DSM callbacks called) use the registry as serial plans do.
+ *
+ * AmqPrefilterSkipped, a bare pass-through under the Hash, only explains
+ * why a join got no pre-filter.
  *
  * Keys: a row with a NULL key passes (strict equality never matches it,
  * and passing is always safe).  Several keys combine their canonical
