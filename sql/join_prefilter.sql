@@ -252,6 +252,20 @@ BEGIN
 END
 $$;
 
+-- the rows removed, summed over the plan's prefilters, from EXPLAIN ANALYZE
+CREATE FUNCTION jp_removed(q text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+	n bigint := 0;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ' || q LOOP
+		IF line ~ 'Rows Removed by Prefilter' THEN
+			n := n + substring(line FROM '(\d+)$')::bigint;
+		END IF;
+	END LOOP;
+	RETURN n;
+END $$;
+
 -- inner, semi (two ways) and two-key joins: Parallel Hash on every major
 SELECT * FROM jp_parallel('SELECT b.id, d.id FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10');
 SELECT * FROM jp_parallel('SELECT b.id FROM jp_big b WHERE b.a IN (SELECT id FROM jp_bdim WHERE w < 5)');
@@ -279,23 +293,17 @@ SET enable_nestloop = on;
 SET enable_material = off;
 SELECT * FROM jp_parallel('SELECT x, count(*) FROM (SELECT x FROM generate_series(1, 3) x WHERE random() >= 0) x,
 	(SELECT b.id FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10) s GROUP BY x');
+-- ... and under a Limit, which shuts the Gather down each time (its shared
+-- memory goes), so the next run sets up new shared memory
+SELECT same FROM jp_parallel('SELECT count(*) FROM (SELECT x FROM generate_series(1, 3) x WHERE random() >= 0) x,
+	(SELECT b.id FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10 LIMIT 5) s');
+SELECT jp_removed('SELECT count(*) FROM (SELECT x FROM generate_series(1, 3) x WHERE random() >= 0) x,
+	(SELECT b.id FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10 LIMIT 5) s') >= 0 AS explained;
 RESET enable_material;
 SET enable_nestloop = off;
 
 -- EXPLAIN ANALYZE counts the rows removed by all participants: at least
 -- nine in ten of the outer rows that match no inner row.
-CREATE FUNCTION jp_removed(q text) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-	n bigint := 0;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ' || q LOOP
-		IF line ~ 'Rows Removed by Prefilter' THEN
-			n := n + substring(line FROM '(\d+)$')::bigint;
-		END IF;
-	END LOOP;
-	RETURN n;
-END $$;
 SELECT removed <= unmatched AND removed >= 0.9 * unmatched AS counted_over_workers
 FROM (SELECT jp_removed('SELECT count(*) FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10') AS removed,
 		(SELECT count(*) FROM jp_big b WHERE b.a IS NOT NULL

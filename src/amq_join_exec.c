@@ -185,6 +185,7 @@ typedef struct PrefilterState
 	AmqFilter	view;
 	uint64		unflushed_removed;
 	bool		unflushed_disabled;
+	bool		collected;		/* this segment's totals read */
 	bool		have_totals;
 	uint64		total_removed;
 	uint32		total_disabled;
@@ -928,6 +929,15 @@ prefilter_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 	pg_atomic_init_u64(&ps->spf->removed, 0);
 	pg_atomic_init_u32(&ps->spf->disabled, 0);
 	ps->toc = pcxt->toc;
+
+	/*
+	 * A Gather that shut down (a Limit above it was satisfied) and runs
+	 * again sets up new shared memory: forget what was found in the old.
+	 */
+	ps->sf = NULL;
+	ps->phj = NULL;
+	ps->parallel_ready = false;
+	ps->collected = false;
 }
 
 /* InitializeWorkerCustomScan of the pre-filter. */
@@ -944,24 +954,30 @@ prefilter_initialize_worker(CustomScanState *node, shm_toc *toc,
 /*
  * ShutdownCustomScan of the pre-filter.  In the leader this runs before the
  * Gather above detaches from shared memory and, once the Gather has
- * returned its last row, after every worker has added its counts: keep the
- * totals for EXPLAIN ANALYZE.
+ * returned its last row, after every worker has added its counts: add the
+ * totals to those kept for EXPLAIN ANALYZE (a Gather that runs again after
+ * shutting down gets a new segment).
  */
 static void
 prefilter_shutdown(CustomScanState *node)
 {
 	PrefilterState *ps = (PrefilterState *) node;
 
-	if (ps->spf == NULL)
+	/*
+	 * Called again after the Gather detached from the segment (a Limit shut
+	 * its subtree down first): nothing to read there any more.
+	 */
+	if (ps->spf == NULL || ps->collected)
 		return;
 	prefilter_flush(ps);
 	if (IsParallelWorker())
 		return;
 	prefilter_lookup(ps);
+	ps->collected = true;
 	ps->have_totals = true;
-	ps->total_removed = pg_atomic_read_u64(&ps->spf->removed);
-	ps->total_disabled = pg_atomic_read_u32(&ps->spf->disabled);
-	ps->total_inner_rows = pg_atomic_read_u64(&ps->sf->inner_rows);
+	ps->total_removed += pg_atomic_read_u64(&ps->spf->removed);
+	ps->total_disabled += pg_atomic_read_u32(&ps->spf->disabled);
+	ps->total_inner_rows += pg_atomic_read_u64(&ps->sf->inner_rows);
 	ps->capacity = ps->sf->capacity;
 	ps->payload_len = ps->sf->payload_len;
 }
