@@ -2,11 +2,10 @@
 """Hash-join pre-filters measured in one run: each query with
 bloomamq.join_prefilter off, on, and written by hand with amq_agg.
 
-    test/bench/bench_joins.py [--fact N] [--peers N M] [--runs R] [--parallel W]
+    test/bench/bench_joins.py [--fact N] [--peers N M] [--runs R]
 
 Needs a running PostgreSQL with bloomamq installed (PGHOST, PGPORT, PGUSER as
-for psql); `make bench-joins` starts a throwaway one.  Serial plans unless
---parallel W (max_parallel_workers_per_gather), JIT off.
+for psql); `make bench-joins` starts a throwaway one.  Serial plans, JIT off.
 
 Data:
   - a star schema: fact (N rows, default 10^7) with keys into dim_customer
@@ -29,8 +28,6 @@ ap.add_argument("--fact", type=int, default=10_000_000, help="rows of the fact t
 ap.add_argument("--peers", type=int, nargs=2, default=[10_000_000, 100_000],
                 metavar=("N", "M"), help="rows of t_big and keys of t_small")
 ap.add_argument("--runs", type=int, default=3, help="runs per figure (median)")
-ap.add_argument("--parallel", type=int, default=0, metavar="W",
-                help="max_parallel_workers_per_gather (0: serial plans)")
 args = ap.parse_args()
 NF = args.fact
 N, M = args.peers
@@ -38,7 +35,7 @@ RUNS = args.runs
 
 conn = connect()
 conn.autocommit = True
-for s in (f"SET max_parallel_workers_per_gather = {args.parallel}", "SET jit = off",
+for s in ("SET max_parallel_workers_per_gather = 0", "SET jit = off",
           "CREATE EXTENSION IF NOT EXISTS bloomamq", "LOAD 'bloomamq'"):
     run(conn, s)
 
@@ -79,8 +76,7 @@ if table_rows("fact") != NF:
 print(f"# fact={NF} t_big={N} t_small={M} runs={RUNS}; "
       f"{run(conn, 'SHOW server_version')[0][0]}; "
       f"shared_buffers={run(conn, 'SHOW shared_buffers')[0][0]} "
-      f"work_mem={run(conn, 'SHOW work_mem')[0][0]} jit=off, "
-      f"{'serial plans' if not args.parallel else f'up to {args.parallel} workers per Gather'}")
+      f"work_mem={run(conn, 'SHOW work_mem')[0][0]} jit=off, serial plans")
 
 # (name, work_mem, automatic form, hand-written form)
 QUERIES = [
