@@ -26,18 +26,33 @@
  * it is used; until then (a hash join may fetch one outer row before it
  * builds its table) rows pass unfiltered.
  *
+ * Under Parallel Hash each participant hashes only part of the inner side:
+ * both nodes are then parallel-aware, and the filter is one for all of
+ * them, in the query's dynamic shared memory, filled concurrently and
+ * probed by every participant below the Gather once the build barrier says
+ * the inner side is loaded (amq_join_exec.c explains why that suffices).
+ * A parallel-oblivious Hash (each process builds the whole inner side) has
+ * a filter per process.
+ *
+ * Push-down (push_down, trace_keys): where the outer keys are columns that
+ * a node further down the outer side produces and the nodes in between
+ * pass on unchanged without bringing back a dropped row, a copy of the
+ * prefilter goes above that node too, usually the fact table's scan.
+ *
  * Not applied:
- *	- under Parallel Hash: each worker sees only part of the inner side, so
- *	  a worker-local filter would drop rows that match another worker's
- *	  part.  A parallel-oblivious Hash (each worker builds the whole inner
- *	  side) is fine, in workers or the leader.
  *	- to keys the canonical hash (amq_hashing.c) does not follow: the
  *	  equality operator must be in the default hash operator family of both
  *	  key types, both keys in one key family (int4 = int8 is, date =
  *	  timestamp is not), strict, and text keys under a deterministic
  *	  collation.
- *	- when the planner expects fewer outer rows than
- *	  bloomamq.join_prefilter_min_rows.
+ *
+ * Placed only where it is expected to pay (the cost rule, add_prefilter):
+ * the planner expects at least bloomamq.join_prefilter_min_rows outer rows,
+ * and expects the filter to remove at least
+ * bloomamq.join_prefilter_min_remove of them (expected_removed_share).
+ * Elsewhere an AmqPrefilterSkipped node, a bare pass-through, stands where
+ * the collector would, under the Hash, and EXPLAIN VERBOSE shows why the
+ * pre-filter was skipped.
  *
  * Where the outer side is a Gather, the prefilter sits above it (in the
  * leader): rows still cross the Gather.  Applying the filter in the
@@ -48,8 +63,15 @@
 #include "compat.h"
 
 #include <limits.h>
+#include <math.h>
 
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
+#include "parser/parsetree.h"
+#include "port/atomics.h"
+#include "utils/syscache.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
@@ -65,7 +87,9 @@
 #include "amq_hashing.h"
 
 static int	amq_join_prefilter = AMQ_JOIN_PREFILTER_OFF;
-static int	amq_join_prefilter_min_rows = 10000;
+int			amq_join_prefilter_min_rows = 10000;
+double		amq_join_prefilter_min_remove = 0.3;
+static bool amq_join_prefilter_push_down = true;
 
 static const struct config_enum_entry prefilter_options[] = {
 	{"off", AMQ_JOIN_PREFILTER_OFF, false},
@@ -84,8 +108,12 @@ static planner_hook_type prev_planner_hook = NULL;
 /* state of one walk over a finished plan */
 typedef struct PrefilterWalk
 {
+	PlannedStmt *stmt;
 	int			last_filter_id;
 	int			last_plan_node_id;
+	double		parallel_divisor;	/* in a partial plan under a Gather: rows
+									 * per participant to rows in all; else 1 */
+	Bitmapset  *gather_params;	/* rescan params of the Gathers above */
 } PrefilterWalk;
 
 typedef void (*PlanSlotFn) (Plan **slot, void *arg);
@@ -270,6 +298,365 @@ make_pass_through(const CustomScanMethods *methods, Plan *child, List *keys,
 	return cscan;
 }
 
+/*
+ * Rows per participant to rows in all for hash's inner side: a Parallel
+ * Hash's is partial, each participant reads a share; a parallel-oblivious
+ * Hash reads all of it in each process.
+ */
+static double
+inner_divisor(PrefilterWalk *w, Hash *hash)
+{
+	return hash->plan.parallel_aware ? w->parallel_divisor : 1.0;
+}
+
+/*
+ * Distinct values of the inner key among the inner rows, when the planner's
+ * statistics can tell: a single key that is a column of a base relation
+ * scanned right under the Hash.  Else -1.
+ */
+static double
+inner_key_distinct(PrefilterWalk *w, Hash *hash)
+{
+	Plan	   *child = outerPlan(hash);
+	Expr	   *key;
+	TargetEntry *tle;
+	Var		   *var;
+	RangeTblEntry *rte;
+	HeapTuple	tuple;
+	double		stadistinct;
+	double		reltuples;
+	double		distinct;
+
+	if (list_length(hash->hashkeys) != 1)
+		return -1;
+	key = linitial(hash->hashkeys);
+	while (IsA(key, RelabelType))
+		key = ((RelabelType *) key)->arg;
+	if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR ||
+		((Var *) key)->varattno <= 0 ||
+		((Var *) key)->varattno > list_length(child->targetlist))
+		return -1;
+	switch (nodeTag(child))
+	{
+		case T_SeqScan:
+		case T_IndexScan:
+		case T_BitmapHeapScan:
+			break;
+		default:
+			return -1;
+	}
+	tle = list_nth_node(TargetEntry, child->targetlist,
+						((Var *) key)->varattno - 1);
+	if (!IsA(tle->expr, Var))
+		return -1;
+	var = (Var *) tle->expr;
+	if (var->varno != ((Scan *) child)->scanrelid || var->varattno <= 0 ||
+		var->varno <= 0 || var->varno > list_length(w->stmt->rtable))
+		return -1;
+	rte = rt_fetch(var->varno, w->stmt->rtable);
+	if (rte->rtekind != RTE_RELATION)
+		return -1;
+
+	tuple = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(rte->relid),
+							Int16GetDatum(var->varattno),
+							BoolGetDatum(rte->inh));
+	if (!HeapTupleIsValid(tuple))
+		return -1;
+	stadistinct = ((Form_pg_statistic) GETSTRUCT(tuple))->stadistinct;
+	ReleaseSysCache(tuple);
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(rte->relid));
+	if (!HeapTupleIsValid(tuple))
+		return -1;
+	reltuples = ((Form_pg_class) GETSTRUCT(tuple))->reltuples;
+	ReleaseSysCache(tuple);
+
+	if (reltuples <= 0 || stadistinct == 0)
+		return -1;
+	distinct = stadistinct > 0 ? stadistinct : -stadistinct * reltuples;
+	distinct = Min(distinct, reltuples);
+
+	/*
+	 * The distinct values among the rows the scan keeps, as the planner
+	 * estimates groups of a restricted relation: each value has
+	 * reltuples / distinct rows, each kept with probability rows / reltuples.
+	 */
+	{
+		double		rows = Min(child->plan_rows * inner_divisor(w, hash), reltuples);
+
+		return distinct * (1.0 - pow(1.0 - rows / reltuples,
+									 reltuples / distinct));
+	}
+}
+
+/*
+ * The share of hj's outer rows that the planner expects to match no inner
+ * row, in [0, 1]: what a pre-filter can remove.
+ *
+ * A semi join's estimated rows are its matching outer rows.  An inner (and
+ * a right) join's rows are its outer rows times the inner rows each meets;
+ * dividing by the inner rows per distinct key, where statistics give it,
+ * leaves the outer rows that meet any.  Where they do not, an inner side
+ * with duplicate keys makes the share look smaller than it is: the rule
+ * errs towards placing no pre-filter.  A right join's rows also count the
+ * unmatched inner rows, which errs the same way.
+ */
+static double
+expected_removed_share(PrefilterWalk *w, HashJoin *hj, Hash *hash)
+{
+	double		outer_rows = outerPlan(hj)->plan_rows;
+	double		join_rows = hj->join.plan.plan_rows;
+	double		matched;
+
+	if (outer_rows <= 0)
+		return 0;
+	if (hj->join.jointype == JOIN_SEMI)
+		matched = join_rows;
+	else
+	{
+		double		inner_rows = outerPlan(hash)->plan_rows * inner_divisor(w, hash);
+		double		distinct = inner_key_distinct(w, hash);
+		double		per_key = 1.0;
+
+		if (distinct >= 1 && inner_rows > distinct)
+			per_key = inner_rows / distinct;
+		matched = join_rows / per_key;
+	}
+	return 1.0 - Min(matched / outer_rows, 1.0);
+}
+
+/* Is plan one of the pass-through nodes this file puts into plans? */
+static bool
+is_amq_pass_through(Plan *plan)
+{
+	const CustomScanMethods *m;
+
+	if (!IsA(plan, CustomScan))
+		return false;
+	m = ((CustomScan *) plan)->methods;
+	return m == &amq_prefilter_scan_methods ||
+		m == &amq_collector_scan_methods ||
+		m == &amq_skipped_scan_methods;
+}
+
+/*
+ * May rows be dropped from this input of a join (the inner one if
+ * inner_side) without changing the join's other output rows?  Yes where the
+ * input's rows only ever appear with their own values or not at all: both
+ * inputs of an inner join, the outer input of semi and anti joins, the
+ * preserved input of a LEFT or RIGHT join.  Never the nullable input of an
+ * outer join (a dropped row turns its partners' rows into null-extended
+ * ones), nor a FULL join's.
+ */
+static bool
+join_input_filterable(JoinType jointype, bool inner_side)
+{
+	switch (jointype)
+	{
+		case JOIN_INNER:
+			return true;
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+		case JOIN_LEFT:
+			return !inner_side;
+		case JOIN_RIGHT:
+			return inner_side;
+		default:
+			return false;
+	}
+}
+
+/*
+ * Push-down: follow the nkeys columns attnos of (*slot)'s output down
+ * through nodes that pass them on unchanged and drop no row that a dropped
+ * row below them would bring back: joins into an input that
+ * join_input_filterable allows (not a merge join's inner input), Hash,
+ * Sort, Incremental Sort, Material and this file's own pass-throughs.  Never through a Gather (the filter lives
+ * in one process), an Append, an aggregate, a Unique, a Limit, a subquery,
+ * or anything else.  Returns the slot of the deepest node reached, attnos
+ * changed to the columns of its output; all keys must go the same way.
+ */
+static Plan **
+trace_keys(Plan **slot, AttrNumber *attnos, int nkeys)
+{
+	for (;;)
+	{
+		Plan	   *plan = *slot;
+		int			side = -1;	/* 0: lefttree, 1: righttree */
+		AttrNumber	next[INDEX_MAX_KEYS];
+		int			i;
+
+		switch (nodeTag(plan))
+		{
+			case T_HashJoin:
+			case T_MergeJoin:
+			case T_NestLoop:
+			case T_Hash:
+			case T_Sort:
+			case T_IncrementalSort:
+			case T_Material:
+				break;
+			case T_CustomScan:
+				if (is_amq_pass_through(plan))
+					break;
+				return slot;
+			default:
+				return slot;
+		}
+
+		for (i = 0; i < nkeys; i++)
+		{
+			TargetEntry *tle;
+			Var		   *var;
+			int			s;
+
+			if (attnos[i] <= 0 || attnos[i] > list_length(plan->targetlist))
+				return slot;
+			tle = list_nth_node(TargetEntry, plan->targetlist, attnos[i] - 1);
+			if (!IsA(tle->expr, Var))
+				return slot;
+			var = (Var *) tle->expr;
+
+			if (IsA(plan, CustomScan))
+			{
+				/* INDEX_VAR into custom_scan_tlist, OUTER_VAR of the same column */
+				if (var->varno != INDEX_VAR)
+					return slot;
+				s = 0;
+			}
+			else if (var->varno == OUTER_VAR)
+				s = 0;
+			else if (var->varno == INNER_VAR)
+				s = 1;
+			else
+				return slot;
+			if (side >= 0 && s != side)
+				return slot;
+			side = s;
+			next[i] = var->varattno;
+		}
+
+		if (IsA(plan, HashJoin) || IsA(plan, MergeJoin) || IsA(plan, NestLoop))
+		{
+			if (!join_input_filterable(((Join *) plan)->jointype, side == 1))
+				return slot;
+
+			/*
+			 * A merge join marks and restores positions in its inner input,
+			 * which the planner chose because it can: a custom scan put there
+			 * cannot.
+			 */
+			if (IsA(plan, MergeJoin) && side == 1)
+				return slot;
+		}
+		else if (side != 0)
+			return slot;
+
+		slot = side == 0 ? &plan->lefttree : &plan->righttree;
+		if (*slot == NULL)
+			elog(ERROR, "plan node without the child its target list refers to");
+		memcpy(attnos, next, sizeof(AttrNumber) * nkeys);
+	}
+}
+
+/*
+ * Walker: does the inner side read rows that may differ when it is read
+ * again (volatile functions, a sample, a limit)?  A rescan would then build
+ * another filter from other keys, while rows the first one dropped below
+ * could be kept, in a lower join's hash table or a Material, and missed.
+ */
+static void
+find_unstable(Plan **slot, void *arg)
+{
+	Plan	   *plan = *slot;
+	bool	   *unstable = (bool *) arg;
+
+	if (*unstable)
+		return;
+	if (IsA(plan, SampleScan) || IsA(plan, Limit) ||
+		contain_volatile_functions((Node *) plan->qual) ||
+		contain_volatile_functions((Node *) plan->targetlist))
+	{
+		*unstable = true;
+		return;
+	}
+	walk_children(plan, find_unstable, arg);
+}
+
+/*
+ * Push hj's pre-filter down its outer side, whose keys are the columns
+ * attnos of outer's output: put a copy of the prefilter above the deepest
+ * node trace_keys reaches, if deeper than outer.  Only where the inner side
+ * depends on no parameter, so that the filter never changes while the
+ * nodes below read their rows.  Returns whether it did.
+ *
+ * The join's own prefilter stays: where the copy ran before the filter was
+ * complete (a serial hash join may fetch its first outer row, and so build
+ * a lower join's table, before it reads its inner side) it still filters;
+ * elsewhere it sees rows that passed the same filter, and the runtime check
+ * stops it after a sample.
+ */
+static bool
+push_down(HashJoin *hj, Plan **outer_slot, List *ints, PrefilterWalk *w,
+		  bool parallel)
+{
+	AttrNumber	attnos[INDEX_MAX_KEYS];
+	List	   *keys = NIL;
+	Plan	  **target;
+	Plan	   *node;
+	ListCell   *lc;
+	int			nkeys = 0;
+
+	if (list_length(hj->hashkeys) > INDEX_MAX_KEYS)
+		return false;
+	foreach(lc, hj->hashkeys)
+	{
+		Node	   *key = lfirst(lc);
+
+		while (IsA(key, RelabelType))
+			key = (Node *) ((RelabelType *) key)->arg;
+		if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR)
+			return false;
+		attnos[nkeys++] = ((Var *) key)->varattno;
+	}
+
+	target = trace_keys(outer_slot, attnos, nkeys);
+	if (target == outer_slot)
+		return false;
+
+	/* the same keys, as columns of the target's output */
+	nkeys = 0;
+	foreach(lc, hj->hashkeys)
+	{
+		Node	   *key = copyObject(lfirst(lc));
+		Node	   *var = key;
+
+		while (IsA(var, RelabelType))
+			var = (Node *) ((RelabelType *) var)->arg;
+		((Var *) var)->varattno = attnos[nkeys++];
+		keys = lappend(keys, key);
+	}
+
+	ints = list_copy(ints);
+	lfirst_int(list_nth_cell(ints, AMQ_JOIN_INT_PUSHED)) = AMQ_PUSHED_COPY;
+	node = (Plan *) make_pass_through(&amq_prefilter_scan_methods, *target,
+									  keys, ints, hj->hashcollations,
+									  ++w->last_plan_node_id);
+	node->parallel_aware = parallel;
+	*target = node;
+	return true;
+}
+
+/* Does hash's inner side read the same rows each time? (find_unstable) */
+static bool
+inner_side_stable(Hash *hash)
+{
+	bool		unstable = false;
+
+	find_unstable(&outerPlan(hash), &unstable);
+	return !unstable;
+}
+
 /* Put the collector over hj's inner child, the pre-filter over its outer. */
 static void
 add_prefilter(HashJoin *hj, PrefilterWalk *w)
@@ -278,6 +665,11 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	Plan	   *outer = outerPlan(hj);
 	List	   *ints;
 	int			id;
+	int			collector_node_id;
+	bool		parallel;
+	double		inner_rows;
+	double		remove;
+	AmqPrefilterDecision decision;
 
 	if (hash == NULL || !IsA(hash, Hash) || outer == NULL ||
 		outerPlan(hash) == NULL)
@@ -294,34 +686,154 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 			return;
 	}
 
-	/* Parallel Hash: a worker sees only part of the inner side */
-	if (hj->join.plan.parallel_aware || hash->plan.parallel_aware)
+	/*
+	 * Parallel Hash: each participant sees only part of the inner side, so
+	 * the filter is one for all of them, in shared memory, filled with
+	 * atomic ORs (amq_join_exec.c): that takes 32-bit atomics that are
+	 * plain words.
+	 */
+	parallel = hj->join.plan.parallel_aware;
+	if (parallel != hash->plan.parallel_aware)
+		return;
+	if (parallel && sizeof(pg_atomic_uint32) != sizeof(uint32))
 		return;
 
-	if (outer->plan_rows < amq_join_prefilter_min_rows)
-		return;
 	if (!keys_supported(hj, hash))
 		return;
 
+	/*
+	 * The cost rule.  A probe (a hash, one cache line of a filter much
+	 * smaller than the hash table) costs a fraction of the hash join's own
+	 * lookup of a row that finds nothing, and collecting the inner keys about
+	 * a probe per inner row: a pre-filter pays where it removes a good share
+	 * of many outer rows (min_remove, a judgment: docs/joins.md).  Where it is not expected to, an
+	 * AmqPrefilterSkipped node that only passes rows on says why in EXPLAIN.
+	 * The runtime check (amq_join_exec.c) still stops a placed pre-filter
+	 * that removes too little.
+	 */
+	remove = expected_removed_share(w, hj, hash);
+	if (outer->plan_rows * w->parallel_divisor < amq_join_prefilter_min_rows)
+		decision = AMQ_PREFILTER_SKIPPED_ROWS;
+	else if (remove < amq_join_prefilter_min_remove)
+		decision = AMQ_PREFILTER_SKIPPED_COST;
+	else
+		decision = AMQ_PREFILTER_PLACED;
+
 	id = ++w->last_filter_id;
-	ints = list_make2_int(id, !bms_is_empty(hash->plan.allParam));
+	collector_node_id = ++w->last_plan_node_id;
+	inner_rows = outerPlan(hash)->plan_rows * inner_divisor(w, hash);
+	ints = list_make4_int(id, !bms_is_empty(hash->plan.allParam), decision,
+						  (int) rint(remove * 1000));
+	ints = lappend_int(ints, parallel);
+	ints = lappend_int(ints, hj->join.plan.plan_node_id);
+	ints = lappend_int(ints, collector_node_id);
+	ints = lappend_int(ints, (int) Min(inner_rows, (double) INT_MAX));
+	ints = lappend_int(ints, AMQ_PUSHED_NONE);
+	ints = lappend_int(ints, (int) Min(outer->plan_rows, (double) INT_MAX));
+	if (decision != AMQ_PREFILTER_PLACED)
+	{
+		/*
+		 * The skipped node goes on the inner side, under the Hash: it costs
+		 * a call per row, and the inner rows, each hashed into the table
+		 * anyway, are usually the fewer (a foreign-key join's dimension).
+		 */
+		outerPlan(hash) = (Plan *)
+			make_pass_through(&amq_skipped_scan_methods, outerPlan(hash), NIL,
+							  ints, NIL, ++w->last_plan_node_id);
+		/* a bare pass-through: no per-row work to cost */
+		outerPlan(hash)->total_cost = outerPlan(outerPlan(hash))->total_cost;
+		return;
+	}
+
 	outerPlan(hash) = (Plan *)
 		make_pass_through(&amq_collector_scan_methods, outerPlan(hash),
 						  hash->hashkeys, ints, hj->hashcollations,
-						  ++w->last_plan_node_id);
+						  collector_node_id);
 	outerPlan(hj) = (Plan *)
 		make_pass_through(&amq_prefilter_scan_methods, outer,
 						  hj->hashkeys, list_copy(ints), hj->hashcollations,
 						  ++w->last_plan_node_id);
+
+	/* parallel-aware: the executor gives them shared memory */
+	outerPlan(hash)->parallel_aware = parallel;
+	outerPlan(hj)->parallel_aware = parallel;
+
+	/*
+	 * A Gather's rescan parameter changes only when the Gather runs again,
+	 * when everything below it starts over.
+	 */
+	if (amq_join_prefilter_push_down &&
+		bms_is_subset(hash->plan.allParam, w->gather_params) &&
+		inner_side_stable(hash) &&
+		push_down(hj, &outerPlan(outerPlan(hj)), ints, w, parallel))
+	{
+		CustomScan *own = (CustomScan *) outerPlan(hj);
+
+		lfirst_int(list_nth_cell(linitial(own->custom_private),
+								 AMQ_JOIN_INT_PUSHED)) = AMQ_PUSHED_HAS_COPY;
+	}
+}
+
+/*
+ * Rows per participant to rows in all, for a Gather of nworkers: the
+ * planner's own divisor (the leader does less the more workers there are).
+ */
+static double
+parallel_divisor(int nworkers)
+{
+	double		divisor = nworkers;
+
+	if (parallel_leader_participation && 1.0 - 0.3 * nworkers > 0)
+		divisor += 1.0 - 0.3 * nworkers;
+	return Max(divisor, 1.0);
 }
 
 /* bottom-up, so that a node inserted here is never visited again */
 static void
 add_prefilters(Plan **slot, void *arg)
 {
-	walk_children(*slot, add_prefilters, arg);
+	PrefilterWalk *w = (PrefilterWalk *) arg;
+	double		saved = w->parallel_divisor;
+	Bitmapset  *saved_params = w->gather_params;
+
+	/* partial plans estimate the rows of one participant */
+	if (IsA(*slot, Gather))
+	{
+		w->parallel_divisor = parallel_divisor(((Gather *) *slot)->num_workers);
+		if (((Gather *) *slot)->rescan_param >= 0)
+			w->gather_params = bms_add_member(bms_copy(w->gather_params),
+											  ((Gather *) *slot)->rescan_param);
+	}
+	else if (IsA(*slot, GatherMerge))
+	{
+		w->parallel_divisor = parallel_divisor(((GatherMerge *) *slot)->num_workers);
+		if (((GatherMerge *) *slot)->rescan_param >= 0)
+			w->gather_params = bms_add_member(bms_copy(w->gather_params),
+											  ((GatherMerge *) *slot)->rescan_param);
+	}
+
+	/*
+	 * A parallel-oblivious Hash, and the inner side of the other joins, read
+	 * all their rows in each process: not a partial plan.
+	 */
+	if (IsA(*slot, Hash) && !(*slot)->parallel_aware)
+	{
+		w->parallel_divisor = 1.0;
+		walk_children(*slot, add_prefilters, arg);
+	}
+	else if (IsA(*slot, NestLoop) || IsA(*slot, MergeJoin))
+	{
+		add_prefilters(&(*slot)->lefttree, arg);
+		w->parallel_divisor = 1.0;
+		add_prefilters(&(*slot)->righttree, arg);
+	}
+	else
+		walk_children(*slot, add_prefilters, arg);
+	w->parallel_divisor = saved;
+	w->gather_params = saved_params;
+
 	if (IsA(*slot, HashJoin))
-		add_prefilter((HashJoin *) *slot, (PrefilterWalk *) arg);
+		add_prefilter((HashJoin *) *slot, w);
 }
 
 /* planner_hook: plan as usual, then add pre-filters to the hash joins. */
@@ -330,7 +842,7 @@ amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 				 ParamListInfo boundParams AMQ_PLANNER_ES_PARAM)
 {
 	PlannedStmt *stmt;
-	PrefilterWalk w = {0, -1};
+	PrefilterWalk w = {NULL, 0, -1, 1.0, NULL};
 	ListCell   *lc;
 
 	if (prev_planner_hook)
@@ -343,6 +855,8 @@ amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 	if (amq_join_prefilter == AMQ_JOIN_PREFILTER_OFF ||
 		stmt->commandType == CMD_UTILITY || stmt->planTree == NULL)
 		return stmt;
+
+	w.stmt = stmt;
 
 	/* new nodes need plan_node_ids of their own (parallel instrumentation) */
 	find_max_node_id(&stmt->planTree, &w.last_plan_node_id);
@@ -382,6 +896,22 @@ AmqJoinInit(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+	DefineCustomRealVariable("bloomamq.join_prefilter_min_remove",
+							 "Smallest share of outer rows a hash join's pre-filter must be expected to remove.",
+							 "From the planner's estimates of the join's rows, its outer rows and the inner side's distinct keys; 0 places a pre-filter wherever one is correct.",
+							 &amq_join_prefilter_min_remove,
+							 0.3, 0.0, 1.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("bloomamq.join_prefilter_push_down",
+							 "Applies a hash join's pre-filter also at the node further down its outer side that produces the join keys.",
+							 "Through inner joins and the preserved side of outer joins, sorts and materializations; never through the nullable side of an outer join, a Gather or an aggregate.",
+							 &amq_join_prefilter_push_down,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("bloomamq");
 
 	AmqJoinExecInit();

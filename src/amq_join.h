@@ -38,9 +38,43 @@ typedef enum AmqJoinPrefilterMode
 
 #define AMQ_JOIN_INT_ID				0	/* pairs a prefilter with its collector */
 #define AMQ_JOIN_INT_INNER_PARAMS	1	/* the inner side depends on params */
+#define AMQ_JOIN_INT_DECISION		2	/* AmqPrefilterDecision */
+#define AMQ_JOIN_INT_REMOVE			3	/* expected share of outer rows
+										 * removed, per mille; -1 unknown */
+#define AMQ_JOIN_INT_PARALLEL		4	/* under Parallel Hash: one shared filter */
+#define AMQ_JOIN_INT_JOIN_NODE		5	/* plan_node_id of the HashJoin */
+#define AMQ_JOIN_INT_COLLECT_NODE	6	/* plan_node_id of the collector */
+#define AMQ_JOIN_INT_INNER_ROWS		7	/* planner's estimate, all participants */
+#define AMQ_JOIN_INT_PUSHED			8	/* AmqPrefilterPushed */
+#define AMQ_JOIN_INT_OUTER_ROWS		9	/* planner's estimate, per participant */
+
+/* A prefilter pushed down the outer side, and the join's own. */
+typedef enum AmqPrefilterPushed
+{
+	AMQ_PUSHED_NONE,			/* the join's own, no copy below */
+	AMQ_PUSHED_COPY,			/* the copy at a node further down */
+	AMQ_PUSHED_HAS_COPY			/* the join's own, with a copy below */
+} AmqPrefilterPushed;
+
+/*
+ * Why a prefilter node is there.  A hash join that could be pre-filtered
+ * but is not expected to gain gets an AmqPrefilterSkipped node under its
+ * Hash, a bare pass-through, so that EXPLAIN can say why (amq_join.c).
+ */
+typedef enum AmqPrefilterDecision
+{
+	AMQ_PREFILTER_PLACED,
+	AMQ_PREFILTER_SKIPPED_ROWS, /* fewer outer rows than min_rows */
+	AMQ_PREFILTER_SKIPPED_COST	/* removes less than min_remove */
+} AmqPrefilterDecision;
 
 extern const CustomScanMethods amq_prefilter_scan_methods;
 extern const CustomScanMethods amq_collector_scan_methods;
+extern const CustomScanMethods amq_skipped_scan_methods;
+
+/* settings (amq_join.c), for EXPLAIN */
+extern int	amq_join_prefilter_min_rows;
+extern double amq_join_prefilter_min_remove;
 
 /* amq_join.c */
 extern void AmqJoinInit(void);

@@ -10,8 +10,9 @@
  *				  row's keys; when its child is exhausted it sorts and
  *				  deduplicates them and builds a blocked filter sized for the
  *				  distinct keys (1% false positives).
- *	AmqPrefilter  above the outer child: hashes each outer row's keys the
- *				  same way and drops the row when the filter says no.
+ *	AmqPrefilter  above the outer child (and, pushed down, above a node
+ *				  further down): hashes each outer row's keys the same way
+ *				  and drops the row when the filter says no.
  *
  * The two find each other through a small registry keyed by the EState and
  * the id the planner gave the pair; the entry lives in the query's memory
@@ -21,13 +22,31 @@
  * parameters (the hash join may then rebuild its table after fetching a
  * first outer row).  Without a filter, rows pass unfiltered.
  *
+ * Under Parallel Hash (both nodes parallel-aware) the filter lives in the
+ * query's dynamic shared memory instead, owned by the collector under its
+ * plan_node_id: sized from the planner's estimate of the inner rows before
+ * any row is read, every participant's collector ORs its rows' bits into
+ * it with atomics, every participant's prefilter (the join's own and a
+ * pushed-down copy) finds it in the toc and probes it once the join's build
+ * barrier is past the inner hashing phase (prefilter_parallel_ready says
+ * why that means complete).  A rescan of the Gather above clears it in
+ * ReInitializeDSMCustomScan.  Parallel plans run without shared memory (no
+ * DSM callbacks called) use the registry as serial plans do.
+ *
+ * AmqPrefilterSkipped, a bare pass-through under the Hash, only explains
+ * why a join got no pre-filter.
+ *
  * Keys: a row with a NULL key passes (strict equality never matches it,
  * and passing is always safe).  Several keys combine their canonical
  * hashes in order.
  *
  * It pays only when many outer rows cannot join: after
- * AMQ_PREFILTER_SAMPLE probes of a scan, a pass rate above
- * AMQ_PREFILTER_MAX_PASS stops the probing for the rest of that scan.
+ * AMQ_PREFILTER_SAMPLE probes, a pass rate above AMQ_PREFILTER_MAX_PASS
+ * pauses the probing for the next AMQ_PREFILTER_PAUSE rows, then it samples
+ * again: rows stored in key order (a fact table loaded by date, lineitem
+ * by order) can all match in one stretch and not in the next, and a filter
+ * pushed below a serial join can first see rows before it is complete.  A
+ * useless filter probes one row in sixteen.
  *
  * Memory: 8 bytes per inner row while collecting (16 while sorting), at
  * most max(hash_mem, 64 MB); past that the filter is abandoned for the
@@ -37,9 +56,15 @@
  */
 #include "compat.h"
 
+#include "access/parallel.h"
 #include "commands/explain.h"
 #include AMQ_EXPLAIN_FORMAT_H
 #include "executor/executor.h"
+#include "executor/hashjoin.h"
+#include "port/atomics.h"
+#include "port/pg_bswap.h"
+#include "storage/barrier.h"
+#include "storage/shm_toc.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
@@ -53,6 +78,7 @@
 #define AMQ_JOIN_FPR			0.01
 #define AMQ_PREFILTER_SAMPLE	4096
 #define AMQ_PREFILTER_MAX_PASS	0.9
+#define AMQ_PREFILTER_PAUSE		(15 * AMQ_PREFILTER_SAMPLE)
 #define AMQ_COLLECT_MIN_BYTES	((Size) 64 * 1024 * 1024)
 
 /* The filter of one hash join in one EState, shared by its two nodes. */
@@ -79,6 +105,32 @@ typedef struct AmqJoinFilter
 
 static AmqJoinFilter *registry = NULL;
 
+/*
+ * The filter of a Parallel Hash join, in the query's dynamic shared memory
+ * under the collector's plan_node_id.  Sized from the planner's estimate of
+ * the inner rows before any row is read, filled by every participant's
+ * collector with atomic ORs, read by every participant's prefilter once the
+ * build barrier has passed the inner hashing phase.  The payload follows the
+ * header at AMQ_SHARED_PAYLOAD_OFFSET.
+ */
+typedef struct AmqSharedFilter
+{
+	uint64		nblocks;
+	uint64		payload_len;
+	uint64		capacity;		/* keys it was sized for */
+	pg_atomic_uint64 inner_rows;	/* hashed by all participants, all scans */
+} AmqSharedFilter;
+
+#define AMQ_SHARED_PAYLOAD_OFFSET	TYPEALIGN(64, sizeof(AmqSharedFilter))
+#define AMQ_SHARED_PAYLOAD(sf)		((uint8 *) (sf) + AMQ_SHARED_PAYLOAD_OFFSET)
+
+/* A Parallel Hash join's prefilter's counters, summed over participants. */
+typedef struct AmqSharedPrefilter
+{
+	pg_atomic_uint64 removed;
+	pg_atomic_uint32 disabled;	/* times probing paused */
+} AmqSharedPrefilter;
+
 /* How a node hashes the join keys of its child's tuples. */
 typedef struct AmqJoinKeys
 {
@@ -95,6 +147,10 @@ typedef struct CollectState
 	AmqJoinFilter *shared;
 	AmqJoinKeys keys;
 	bool		done;			/* child exhausted in this scan */
+
+	/* under Parallel Hash with shared memory: the filter there */
+	AmqSharedFilter *sf;
+	uint64		unflushed_rows; /* hashed, not yet added to sf */
 } CollectState;
 
 typedef struct PrefilterState
@@ -104,14 +160,38 @@ typedef struct PrefilterState
 	AmqJoinKeys keys;
 	bool		inner_params;
 
-	/* this scan */
+	/* this scan: the current sample, or the rows of a pause */
 	bool		disabled;
 	uint64		scan_probed;
 	uint64		scan_passed;
+	uint64		paused_rows;
 
 	/* all scans, for EXPLAIN ANALYZE */
 	uint64		removed;
 	bool		ever_disabled;
+
+	/*
+	 * Under Parallel Hash with shared memory: the toc to find the collector's
+	 * filter and the join's state in, once all nodes have set up theirs; the
+	 * shared filter as an AmqFilter once the build is complete; counters not
+	 * yet added to the shared ones; at shutdown, the totals of all
+	 * participants, for EXPLAIN.
+	 */
+	shm_toc    *toc;
+	AmqSharedPrefilter *spf;
+	AmqSharedFilter *sf;
+	ParallelHashJoinState *phj;
+	bool		parallel_ready;
+	AmqFilter	view;
+	uint64		unflushed_removed;
+	bool		unflushed_disabled;
+	bool		collected;		/* this segment's totals read */
+	bool		have_totals;
+	uint64		total_removed;
+	uint32		total_disabled;
+	uint64		total_inner_rows;
+	uint64		capacity;
+	uint64		payload_len;
 } PrefilterState;
 
 /* Reset callback of the query's context: drop a filter from the registry. */
@@ -250,6 +330,63 @@ filter_may_contain(const AmqFilter *f, uint64 hash)
 							 (uint32) hash);
 }
 
+/*
+ * The geometry of a Parallel Hash join's shared filter for the planner's
+ * estimate of the inner rows: twice that many keys, so that an estimate
+ * short by half still gives about 1% false positives, at most
+ * max(hash_mem, 64 MB).  The leader and every worker compute the same.
+ */
+static void
+shared_filter_plan(AmqFilter *f, double inner_rows)
+{
+	Size		limit = Max(get_hash_memory_limit(), AMQ_COLLECT_MIN_BYTES);
+	uint64		capacity = (uint64) Max(Min(inner_rows * 2, 1e12), 1024.0);
+	AmqStatus	st;
+
+	for (;;)
+	{
+		st = amq_plan(f, AMQ_KIND_BLOCKED, capacity, AMQ_JOIN_FPR);
+		if (st != AMQ_OK)
+			elog(ERROR, "could not size a join pre-filter for " UINT64_FORMAT " keys: %s",
+				 capacity, amq_status_message(st));
+		if (f->payload_len <= limit || capacity <= 1024)
+			break;
+		capacity /= 2;
+	}
+	f->nkeys = capacity;
+}
+
+/*
+ * Add a hash to the shared filter, concurrently with other participants:
+ * each of the block's eight words gets its bit by an atomic OR, skipped
+ * when the bit is already there.  The words are little-endian, as the
+ * probe reads them.
+ */
+static inline void
+shared_filter_add(AmqSharedFilter *sf, uint64 hash)
+{
+	static const uint32 salts[8] = {
+		AMQ_BLOCKED_SALT0, AMQ_BLOCKED_SALT1, AMQ_BLOCKED_SALT2,
+		AMQ_BLOCKED_SALT3, AMQ_BLOCKED_SALT4, AMQ_BLOCKED_SALT5,
+		AMQ_BLOCKED_SALT6, AMQ_BLOCKED_SALT7
+	};
+	pg_atomic_uint32 *words = (pg_atomic_uint32 *)
+		(AMQ_SHARED_PAYLOAD(sf) +
+		 amq_blocked_block(hash, sf->nblocks) * AMQ_BLOCKED_BLOCK_BYTES);
+	int			i;
+
+	for (i = 0; i < 8; i++)
+	{
+		uint32		bit = AMQ_BLOCKED_BIT((uint32) hash, salts[i]);
+
+#ifdef WORDS_BIGENDIAN
+		bit = pg_bswap32(bit);
+#endif
+		if ((pg_atomic_read_u32(&words[i]) & bit) == 0)
+			pg_atomic_fetch_or_u32(&words[i], bit);
+	}
+}
+
 /* Set up the key hashing of node, whose child is already initialized. */
 static void
 keys_init(AmqJoinKeys *k, CustomScanState *node, EState *estate)
@@ -380,6 +517,14 @@ static void collect_end(CustomScanState *node);
 static void collect_rescan(CustomScanState *node);
 static void collect_explain(CustomScanState *node, List *ancestors,
 							ExplainState *es);
+static Size collect_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void collect_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+								   void *coordinate);
+static void collect_reinitialize_dsm(CustomScanState *node,
+									 ParallelContext *pcxt, void *coordinate);
+static void collect_initialize_worker(CustomScanState *node, shm_toc *toc,
+									  void *coordinate);
+static void collect_shutdown(CustomScanState *node);
 
 const CustomScanMethods amq_collector_scan_methods = {
 	.CustomName = "AmqCollect",
@@ -392,6 +537,11 @@ static const CustomExecMethods collect_exec_methods = {
 	.ExecCustomScan = collect_exec,
 	.EndCustomScan = collect_end,
 	.ReScanCustomScan = collect_rescan,
+	.EstimateDSMCustomScan = collect_estimate_dsm,
+	.InitializeDSMCustomScan = collect_initialize_dsm,
+	.ReInitializeDSMCustomScan = collect_reinitialize_dsm,
+	.InitializeWorkerCustomScan = collect_initialize_worker,
+	.ShutdownCustomScan = collect_shutdown,
 	.ExplainCustomScan = collect_explain,
 };
 
@@ -417,6 +567,17 @@ collect_begin(CustomScanState *node, EState *estate, int eflags)
 	keys_init(&cs->keys, node, estate);
 }
 
+/* Add this participant's count of hashed rows to the shared one. */
+static void
+collect_flush(CollectState *cs)
+{
+	if (cs->sf && cs->unflushed_rows > 0)
+	{
+		pg_atomic_fetch_add_u64(&cs->sf->inner_rows, cs->unflushed_rows);
+		cs->unflushed_rows = 0;
+	}
+}
+
 /* ExecCustomScan of the collector: each inner row, its keys hashed. */
 static TupleTableSlot *
 collect_exec(CustomScanState *node)
@@ -424,6 +585,19 @@ collect_exec(CustomScanState *node)
 	CollectState *cs = (CollectState *) node;
 	TupleTableSlot *slot = ExecProcNode(outerPlanState(node));
 	uint64		hash;
+
+	if (cs->sf)
+	{
+		/* Parallel Hash: straight into the shared filter */
+		if (TupIsNull(slot))
+			collect_flush(cs);
+		else if (keys_hash(&cs->keys, slot, &hash))
+		{
+			shared_filter_add(cs->sf, hash);
+			cs->unflushed_rows++;
+		}
+		return slot;
+	}
 
 	if (TupIsNull(slot))
 	{
@@ -457,6 +631,62 @@ collect_rescan(CustomScanState *node)
 	pass_through_rescan(node);
 }
 
+/* EstimateDSMCustomScan of the collector: the shared filter's bytes. */
+static Size
+collect_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	AmqFilter	f;
+
+	shared_filter_plan(&f, private_int(node, AMQ_JOIN_INT_INNER_ROWS));
+	return AMQ_SHARED_PAYLOAD_OFFSET + f.payload_len;
+}
+
+/* InitializeDSMCustomScan of the collector (leader): an empty filter. */
+static void
+collect_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+					   void *coordinate)
+{
+	CollectState *cs = (CollectState *) node;
+	AmqSharedFilter *sf = (AmqSharedFilter *) coordinate;
+	AmqFilter	f;
+
+	shared_filter_plan(&f, private_int(node, AMQ_JOIN_INT_INNER_ROWS));
+	sf->nblocks = f.param[0];
+	sf->payload_len = f.payload_len;
+	sf->capacity = f.nkeys;
+	pg_atomic_init_u64(&sf->inner_rows, 0);
+	memset(AMQ_SHARED_PAYLOAD(sf), 0, sf->payload_len);
+	cs->sf = sf;
+}
+
+/*
+ * ReInitializeDSMCustomScan of the collector: the Gather above is rescanned
+ * and no participant runs; the join will hash its inner side again.
+ */
+static void
+collect_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+						 void *coordinate)
+{
+	AmqSharedFilter *sf = (AmqSharedFilter *) coordinate;
+
+	memset(AMQ_SHARED_PAYLOAD(sf), 0, sf->payload_len);
+}
+
+/* InitializeWorkerCustomScan of the collector: the leader's filter. */
+static void
+collect_initialize_worker(CustomScanState *node, shm_toc *toc,
+						  void *coordinate)
+{
+	((CollectState *) node)->sf = (AmqSharedFilter *) coordinate;
+}
+
+/* ShutdownCustomScan of the collector. */
+static void
+collect_shutdown(CustomScanState *node)
+{
+	collect_flush((CollectState *) node);
+}
+
 /* ExplainCustomScan of the collector: its keys. */
 static void
 collect_explain(CustomScanState *node, List *ancestors, ExplainState *es)
@@ -473,6 +703,12 @@ static void prefilter_end(CustomScanState *node);
 static void prefilter_rescan(CustomScanState *node);
 static void prefilter_explain(CustomScanState *node, List *ancestors,
 							  ExplainState *es);
+static Size prefilter_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void prefilter_initialize_dsm(CustomScanState *node,
+									 ParallelContext *pcxt, void *coordinate);
+static void prefilter_initialize_worker(CustomScanState *node, shm_toc *toc,
+										void *coordinate);
+static void prefilter_shutdown(CustomScanState *node);
 
 const CustomScanMethods amq_prefilter_scan_methods = {
 	.CustomName = "AmqPrefilter",
@@ -485,6 +721,10 @@ static const CustomExecMethods prefilter_exec_methods = {
 	.ExecCustomScan = prefilter_exec,
 	.EndCustomScan = prefilter_end,
 	.ReScanCustomScan = prefilter_rescan,
+	.EstimateDSMCustomScan = prefilter_estimate_dsm,
+	.InitializeDSMCustomScan = prefilter_initialize_dsm,
+	.InitializeWorkerCustomScan = prefilter_initialize_worker,
+	.ShutdownCustomScan = prefilter_shutdown,
 	.ExplainCustomScan = prefilter_explain,
 };
 
@@ -511,6 +751,70 @@ prefilter_begin(CustomScanState *node, EState *estate, int eflags)
 	keys_init(&ps->keys, node, estate);
 }
 
+/*
+ * Under Parallel Hash: find the shared filter and the join's shared state,
+ * set up by the leader before any participant ran.
+ */
+static void
+prefilter_lookup(PrefilterState *ps)
+{
+	CustomScanState *node = &ps->css;
+
+	if (ps->sf)
+		return;
+	ps->sf = shm_toc_lookup(ps->toc, private_int(node, AMQ_JOIN_INT_COLLECT_NODE),
+							true);
+	ps->phj = shm_toc_lookup(ps->toc, private_int(node, AMQ_JOIN_INT_JOIN_NODE),
+							 true);
+	if (ps->sf == NULL || ps->phj == NULL)
+		elog(ERROR, "shared state of a join pre-filter not found");
+	memset(&ps->view, 0, sizeof(ps->view));
+	ps->view.kind = AMQ_KIND_BLOCKED;
+	ps->view.param[0] = ps->sf->nblocks;
+	ps->view.payload_len = ps->sf->payload_len;
+	ps->view.payload = AMQ_SHARED_PAYLOAD(ps->sf);
+}
+
+/*
+ * Under Parallel Hash: is the shared filter complete?
+ *
+ * Every participant that hashes inner rows (through its collector) does so
+ * in the build barrier's inner hashing phase and arrives at the barrier
+ * only after its last row; the phase advances only when all attached
+ * participants have arrived, and a participant that attaches later never
+ * hashes inner rows.  So once the phase is past inner hashing, every inner
+ * row is in the filter.  nodeHashjoin.c reads the outer side only after
+ * that (it never fetches an outer row early under Parallel Hash): the check
+ * is a guard, cheap, made until it holds in each scan.  The phase only
+ * grows until the Gather above is rescanned, when no participant runs; the
+ * barrier operations that moved it are full memory barriers, the read
+ * barrier here orders our reads of the filter after the phase.
+ */
+static bool
+prefilter_parallel_ready(PrefilterState *ps)
+{
+	prefilter_lookup(ps);
+	if (BarrierPhase(&ps->phj->build_barrier) <= AMQ_PHJ_BUILD_HASH_INNER)
+		return false;
+	pg_read_barrier();
+	ps->parallel_ready = true;
+	return true;
+}
+
+/* Add this participant's counts to the shared ones. */
+static void
+prefilter_flush(PrefilterState *ps)
+{
+	if (ps->spf == NULL)
+		return;
+	if (ps->unflushed_removed > 0)
+		pg_atomic_fetch_add_u64(&ps->spf->removed, ps->unflushed_removed);
+	if (ps->unflushed_disabled)
+		pg_atomic_fetch_add_u32(&ps->spf->disabled, 1);
+	ps->unflushed_removed = 0;
+	ps->unflushed_disabled = false;
+}
+
 /* ExecCustomScan of the pre-filter: pass up the outer rows that may match. */
 static TupleTableSlot *
 prefilter_exec(CustomScanState *node)
@@ -522,26 +826,58 @@ prefilter_exec(CustomScanState *node)
 	for (;;)
 	{
 		TupleTableSlot *slot = ExecProcNode(child);
+		const AmqFilter *filter;
 		uint64		hash;
 		bool		pass;
 
-		if (TupIsNull(slot) || !shared->ready || ps->disabled ||
-			!keys_hash(&ps->keys, slot, &hash))
+		if (TupIsNull(slot))
+		{
+			prefilter_flush(ps);
+			return slot;
+		}
+		if (ps->disabled)
+		{
+			if (++ps->paused_rows < AMQ_PREFILTER_PAUSE)
+				return slot;
+			/* sample again */
+			ps->disabled = false;
+		}
+		if (ps->toc)
+		{
+			if (!ps->parallel_ready && !prefilter_parallel_ready(ps))
+				return slot;
+			filter = &ps->view;
+		}
+		else
+		{
+			if (!shared->ready)
+				return slot;
+			filter = &shared->filter;
+		}
+		if (!keys_hash(&ps->keys, slot, &hash))
 			return slot;
 
-		pass = filter_may_contain(&shared->filter, hash);
+		pass = filter_may_contain(filter, hash);
 		ps->scan_probed++;
 		if (pass)
 			ps->scan_passed++;
 		else
-			ps->removed++;
-
-		if (unlikely(ps->scan_probed == AMQ_PREFILTER_SAMPLE) &&
-			ps->scan_passed > AMQ_PREFILTER_MAX_PASS * AMQ_PREFILTER_SAMPLE)
 		{
-			/* most rows join: probing costs more than it saves */
-			ps->disabled = true;
-			ps->ever_disabled = true;
+			ps->removed++;
+			ps->unflushed_removed++;
+		}
+
+		if (unlikely(ps->scan_probed == AMQ_PREFILTER_SAMPLE))
+		{
+			if (ps->scan_passed > AMQ_PREFILTER_MAX_PASS * AMQ_PREFILTER_SAMPLE)
+			{
+				/* most rows join: probing costs more than it saves */
+				ps->disabled = true;
+				ps->paused_rows = 0;
+				ps->ever_disabled = true;
+				ps->unflushed_disabled = true;
+			}
+			ps->scan_probed = ps->scan_passed = 0;
 		}
 		if (pass)
 			return slot;
@@ -568,9 +904,82 @@ prefilter_rescan(CustomScanState *node)
 	 */
 	if (ps->inner_params)
 		ps->shared->ready = false;
+	/* under Parallel Hash, the Gather above is rescanned: a new build */
+	ps->parallel_ready = false;
 	ps->scan_probed = ps->scan_passed = 0;
 	ps->disabled = false;
 	pass_through_rescan(node);
+}
+
+/* EstimateDSMCustomScan of the pre-filter: its shared counters. */
+static Size
+prefilter_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	return sizeof(AmqSharedPrefilter);
+}
+
+/* InitializeDSMCustomScan of the pre-filter (leader). */
+static void
+prefilter_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+						 void *coordinate)
+{
+	PrefilterState *ps = (PrefilterState *) node;
+
+	ps->spf = (AmqSharedPrefilter *) coordinate;
+	pg_atomic_init_u64(&ps->spf->removed, 0);
+	pg_atomic_init_u32(&ps->spf->disabled, 0);
+	ps->toc = pcxt->toc;
+
+	/*
+	 * A Gather that shut down (a Limit above it was satisfied) and runs
+	 * again sets up new shared memory: forget what was found in the old.
+	 */
+	ps->sf = NULL;
+	ps->phj = NULL;
+	ps->parallel_ready = false;
+	ps->collected = false;
+}
+
+/* InitializeWorkerCustomScan of the pre-filter. */
+static void
+prefilter_initialize_worker(CustomScanState *node, shm_toc *toc,
+							void *coordinate)
+{
+	PrefilterState *ps = (PrefilterState *) node;
+
+	ps->spf = (AmqSharedPrefilter *) coordinate;
+	ps->toc = toc;
+}
+
+/*
+ * ShutdownCustomScan of the pre-filter.  In the leader this runs before the
+ * Gather above detaches from shared memory and, once the Gather has
+ * returned its last row, after every worker has added its counts: add the
+ * totals to those kept for EXPLAIN ANALYZE (a Gather that runs again after
+ * shutting down gets a new segment).
+ */
+static void
+prefilter_shutdown(CustomScanState *node)
+{
+	PrefilterState *ps = (PrefilterState *) node;
+
+	/*
+	 * Called again after the Gather detached from the segment (a Limit shut
+	 * its subtree down first): nothing to read there any more.
+	 */
+	if (ps->spf == NULL || ps->collected)
+		return;
+	prefilter_flush(ps);
+	if (IsParallelWorker())
+		return;
+	prefilter_lookup(ps);
+	ps->collected = true;
+	ps->have_totals = true;
+	ps->total_removed += pg_atomic_read_u64(&ps->spf->removed);
+	ps->total_disabled += pg_atomic_read_u32(&ps->spf->disabled);
+	ps->total_inner_rows += pg_atomic_read_u64(&ps->sf->inner_rows);
+	ps->capacity = ps->sf->capacity;
+	ps->payload_len = ps->sf->payload_len;
 }
 
 /* ExplainCustomScan of the pre-filter: its keys, its counts if ANALYZE. */
@@ -581,9 +990,39 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	AmqJoinFilter *f = ps->shared;
 
 	explain_keys(node, ancestors, es, "Prefilter Keys");
+	if (es->verbose)
+	{
+		AmqPrefilterPushed pushed = private_int(node, AMQ_JOIN_INT_PUSHED);
+		double		remove = private_int(node, AMQ_JOIN_INT_REMOVE) / 10.0;
+
+		if (pushed == AMQ_PUSHED_COPY)
+			ExplainPropertyText("Prefilter",
+								psprintf("pushed down from a hash join above, expected to remove %.1f%% of its outer rows",
+										 remove), es);
+		else
+			ExplainPropertyText("Prefilter",
+								psprintf("placed, expected to remove %.1f%% of %.0f outer rows%s",
+										 remove, node->ss.ps.plan->plan_rows,
+										 pushed == AMQ_PUSHED_HAS_COPY ?
+										 "; also pushed down" : ""), es);
+	}
 	if (!es->analyze)
 		return;
 
+	if (ps->have_totals)
+	{
+		/* Parallel Hash: one filter, the counts of all participants */
+		ExplainPropertyText("Filter", "shared", es);
+		ExplainPropertyUInteger("Filter Capacity", NULL, ps->capacity, es);
+		ExplainPropertyUInteger("Filter Size", "kB",
+								(ps->payload_len + 1023) / 1024, es);
+		ExplainPropertyUInteger("Filter Inner Rows", NULL,
+								ps->total_inner_rows, es);
+		ExplainPropertyUInteger("Rows Removed by Prefilter", NULL,
+								ps->total_removed, es);
+		ExplainPropertyBool("Prefilter Disabled", ps->total_disabled > 0, es);
+		return;
+	}
 	if (f->builds > 0 && !f->abandoned)
 	{
 		ExplainPropertyUInteger("Filter Keys", NULL, f->filter.nkeys, es);
@@ -598,10 +1037,93 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyBool("Prefilter Disabled", ps->ever_disabled, es);
 }
 
-/* Register the two custom scans' methods. */
+/* ---- AmqPrefilterSkipped ---- */
+
+static Node *skipped_create(CustomScan *cscan);
+static void skipped_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *skipped_exec(CustomScanState *node);
+static void skipped_explain(CustomScanState *node, List *ancestors,
+							ExplainState *es);
+
+const CustomScanMethods amq_skipped_scan_methods = {
+	.CustomName = "AmqPrefilterSkipped",
+	.CreateCustomScanState = skipped_create,
+};
+
+static const CustomExecMethods skipped_exec_methods = {
+	.CustomName = "AmqPrefilterSkipped",
+	.BeginCustomScan = skipped_begin,
+	.ExecCustomScan = skipped_exec,
+	.EndCustomScan = prefilter_end,
+	.ReScanCustomScan = pass_through_rescan,
+	.ExplainCustomScan = skipped_explain,
+};
+
+/* CreateCustomScanState of a skipped pre-filter. */
+static Node *
+skipped_create(CustomScan *cscan)
+{
+	CustomScanState *css = palloc0(sizeof(CustomScanState));
+
+	NodeSetTag(css, T_CustomScanState);
+	css->methods = &skipped_exec_methods;
+	return (Node *) css;
+}
+
+/* The child's next tuple, called as the node's ExecProcNode. */
+static TupleTableSlot *
+skipped_exec_proc_node(PlanState *pstate)
+{
+	return ExecProcNode(outerPlanState(pstate));
+}
+
+/*
+ * BeginCustomScan of a skipped pre-filter.  ExecProcNode goes to the child
+ * directly, not through ExecCustomScan: the node costs one call per row.
+ */
+static void
+skipped_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	pass_through_begin(node, estate, eflags);
+	node->ss.ps.ExecProcNode = skipped_exec_proc_node;
+}
+
+/* ExecCustomScan of a skipped pre-filter (not called: see skipped_begin). */
+static TupleTableSlot *
+skipped_exec(CustomScanState *node)
+{
+	return ExecProcNode(outerPlanState(node));
+}
+
+/*
+ * EXPLAIN of a skipped pre-filter: that it is, and with VERBOSE why, from
+ * the planner's estimates.
+ */
+static void
+skipped_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	AmqPrefilterDecision decision = private_int(node, AMQ_JOIN_INT_DECISION);
+	int			remove = private_int(node, AMQ_JOIN_INT_REMOVE);
+	int			rows = private_int(node, AMQ_JOIN_INT_OUTER_ROWS);
+
+	if (!es->verbose)
+		ExplainPropertyText("Prefilter", "skipped", es);
+	else if (decision == AMQ_PREFILTER_SKIPPED_ROWS)
+		ExplainPropertyText("Prefilter",
+							psprintf("skipped, %d outer rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
+									 rows, amq_join_prefilter_min_rows), es);
+	else
+		ExplainPropertyText("Prefilter",
+							psprintf("skipped, expected to remove %.1f%% of %d outer rows, less than bloomamq.join_prefilter_min_remove (%g%%)",
+									 remove / 10.0, rows,
+									 amq_join_prefilter_min_remove * 100), es);
+}
+
+/* Register the custom scans' methods. */
 void
 AmqJoinExecInit(void)
 {
 	RegisterCustomScanMethods(&amq_prefilter_scan_methods);
 	RegisterCustomScanMethods(&amq_collector_scan_methods);
+	RegisterCustomScanMethods(&amq_skipped_scan_methods);
 }

@@ -101,4 +101,15 @@
 	pg_class_ownercheck((relid), (roleid))
 #endif
 
+/*
+ * Parallel Hash's build barrier phases (executor/hashjoin.h) were renamed in
+ * 16, keeping their numbers: the phase in which all participants hash the
+ * inner side.
+ */
+#if PG_VERSION_NUM >= 160000
+#define AMQ_PHJ_BUILD_HASH_INNER	PHJ_BUILD_HASH_INNER
+#else
+#define AMQ_PHJ_BUILD_HASH_INNER	PHJ_BUILD_HASHING_INNER
+#endif
+
 #endif							/* AMQ_COMPAT_H */
