@@ -1,7 +1,7 @@
 # bloomamq: approximate membership query filters for PostgreSQL (PGXS build)
 
 EXTENSION = bloomamq
-EXTVERSION = 0.4.0
+EXTVERSION = 0.5.0
 
 MODULE_big = bloomamq
 # Pure-C filter core (no PostgreSQL calls): also built into the unit tests,
@@ -106,6 +106,38 @@ bench-joins-chroot:
 		maintenance_work_mem=1GB jit=off)" && \
 	trap 'tools/pgchroot $(BENCH_CHROOT) stop' EXIT && \
 	/usr/bin/python3 test/bench/bench_joins.py $(BENCH_ARGS)
+
+# amq_agg's state type (0.5.0) against the internal state of 0.4.0: two
+# databases on one throwaway cluster, alternating; never fails on timing.
+#   e.g. make bench-aggstate BENCH_ARGS="--rows 1000000 --runs 3"
+.PHONY: bench-aggstate
+bench-aggstate:
+	tools/setup --bench
+	eval "$$(tools/pgcluster start shared_buffers=2GB work_mem=256MB jit=off)" && \
+	trap 'tools/pgcluster stop' EXIT && \
+	/usr/bin/python3 test/bench/bench_aggstate.py $(BENCH_ARGS)
+
+# The Citus suite (test/citus): a coordinator and two workers with Citus
+# and bloomamq preloaded; needs Citus installed (tools/citus builds it from
+# ../shared/vendor) and, like installcheck, bloomamq installed.  Not part of
+# installcheck: tools/test runs it on PostgreSQL 15 when Citus's source is
+# present.
+.PHONY: installcheck-citus
+installcheck-citus:
+	$(MAKE) installcheck REGRESS= PROVE_TESTS='test/citus/*.pl'
+
+# bloomamq on a three-node Citus cluster (tools/citus-cluster, Citus built by
+# tools/citus): amq_agg pushed down against coordinator aggregation, and a
+# filter sent to the shards against Citus's plan for IN (SELECT ...); bytes
+# moved between nodes and seconds.  Never fails on timing.
+#   e.g. make bench-citus BENCH_ARGS="--rows 1000000 --users 20000"
+.PHONY: bench-citus
+bench-citus:
+	tools/setup --bench
+	eval "$$(tools/citus-cluster start shared_buffers=1GB work_mem=256MB \
+		max_parallel_workers_per_gather=0 jit=off)" && \
+	trap 'tools/citus-cluster stop' EXIT && \
+	/usr/bin/python3 test/bench/bench_citus.py $(BENCH_ARGS)
 
 # ---- fuzzing and valgrind (test/fuzz, tools/valgrind-check) ----
 # libFuzzer harnesses of every input path of the filter core, built with

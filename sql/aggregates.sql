@@ -113,6 +113,99 @@ SELECT amq_count(fd) AS keys, fd::bytea = (SELECT amq_agg(id % 7000) FROM ev)::b
 FROM par3;
 RESET max_parallel_workers_per_gather;
 
+-- which amq_agg a call resolves to: the overload of its key type (state
+-- amqaggstate) for the built-in key types and domains over them, the
+-- anyelement one (state internal) for other types; each filter holds its
+-- keys
+CREATE DOMAIN pg_temp.account_id AS bigint;
+CREATE TABLE typed (i2 smallint, i4 integer, i8 bigint, r4 real, r8 double precision,
+	num numeric, t text, vc varchar(10), bp char(5), nm name, ba bytea, u uuid, d date,
+	ts timestamp, tstz timestamptz, b boolean, dom pg_temp.account_id, ip inet);
+INSERT INTO typed SELECT g, g, g, g, g, g, g::text, g::text, g::text, g::text, g::text::bytea,
+	md5(g::text)::uuid, date '2026-01-01' + g, timestamp '2026-01-01' + g * interval '1 hour',
+	timestamptz '2026-01-01 UTC' + g * interval '1 hour', g % 2 = 0, g,
+	('10.0.' || (g / 256) || '.' || (g % 256))::inet
+FROM generate_series(1, 500) g;
+DO $$
+DECLARE
+	c record;
+	agg text;
+	holds boolean;
+BEGIN
+	FOR c IN SELECT attname FROM pg_attribute
+			 WHERE attrelid = 'typed'::regclass AND attnum > 0 ORDER BY attnum
+	LOOP
+		EXECUTE format('CREATE TEMP VIEW v AS SELECT amq_agg(%I) AS f FROM typed', c.attname);
+		SELECT d.refobjid::regprocedure::text INTO agg
+		FROM pg_depend d JOIN pg_rewrite r ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+		WHERE r.ev_class = 'v'::regclass AND d.refclassid = 'pg_proc'::regclass;
+		EXECUTE format('SELECT bool_and(f @> %I) FROM typed, v', c.attname) INTO holds;
+		RAISE NOTICE '%: % (state %), holds its keys: %', c.attname, agg,
+			(SELECT aggtranstype::regtype FROM pg_aggregate WHERE aggfnoid = agg::regprocedure),
+			holds;
+		DROP VIEW v;
+	END LOOP;
+END $$;
+DROP TABLE typed;
+
+-- the state type, amqaggstate: partial states taken out of one aggregate,
+-- moved through their text form, and combined in another (as
+-- Citus does across nodes) give the serial filter's bytes, for every kind
+CREATE AGGREGATE pg_temp.amq_partial(anyelement, float8, text) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, COMBINEFUNC = amq_agg_combine);
+CREATE AGGREGATE pg_temp.amq_partial(anyelement, float8, text, bigint) (
+	SFUNC = amq_agg_trans, STYPE = amqaggstate, COMBINEFUNC = amq_agg_combine);
+CREATE AGGREGATE pg_temp.amq_union_partial(amqfilter) (
+	SFUNC = amq_union_agg_trans, STYPE = amqaggstate, COMBINEFUNC = amq_agg_combine);
+CREATE AGGREGATE pg_temp.amq_combined(amqaggstate) (
+	SFUNC = amq_agg_combine, STYPE = amqaggstate, FINALFUNC = amq_agg_final);
+CREATE TABLE kinds_list (kind text, cap bigint);
+INSERT INTO kinds_list VALUES ('bloom', NULL), ('blocked', NULL), ('twobit', NULL),
+	('counting', NULL), ('cuckoo', NULL), ('scalable', NULL), ('xor', NULL), ('fuse', NULL),
+	('ribbon', NULL), ('bloom', 200000), ('blocked', 200000), ('counting', 200000),
+	('cuckoo', 200000), ('scalable', 200000);
+CREATE TABLE states AS
+SELECT k.kind, k.cap, e.grp % 7 AS part,
+	CASE WHEN k.cap IS NULL THEN pg_temp.amq_partial(e.id, 0.01, k.kind)
+		 ELSE pg_temp.amq_partial(e.id, 0.01, k.kind, k.cap) END AS st
+FROM kinds_list k CROSS JOIN ev e WHERE e.id <= 20000 GROUP BY 1, 2, 3;
+-- (with a capacity, bloom, blocked and counting fill one fixed-size filter:
+-- its payload is the same whatever the rows' order or split, but the key
+-- count is a count of adds that changed the filter, which is the serial
+-- order's, or a union's estimate from the payload)
+SELECT kind, cap,
+	CASE WHEN cap IS NULL OR kind IN ('cuckoo', 'scalable') THEN combined = serial
+		 ELSE substr(combined, 81) = substr(serial, 81) END AS same_via_text,
+	amq_count(combined::amqfilter) BETWEEN 0.98 * amq_count(serial::amqfilter)
+		AND 1.02 * amq_count(serial::amqfilter) AS count_near,
+	parts
+FROM (SELECT s.kind, s.cap, pg_temp.amq_combined(s.st::text::amqaggstate)::bytea AS combined,
+		(SELECT CASE WHEN s.cap IS NULL THEN amq_agg(id, 0.01, s.kind)
+					 ELSE amq_agg(id, 0.01, s.kind, s.cap) END FROM ev WHERE id <= 20000)::bytea AS serial,
+		count(*) AS parts
+	  FROM states s GROUP BY s.kind, s.cap) c
+ORDER BY 1, 2;
+SELECT pg_temp.amq_combined(u::text::amqaggstate)::bytea
+	= (SELECT amq_union_agg(f) FROM per_group_fixed)::bytea AS same_union_via_text
+FROM (SELECT grp % 3 AS part, pg_temp.amq_union_partial(f) AS u FROM per_group_fixed GROUP BY 1) s;
+-- a state is its text form's bytes: the final function takes one read back
+SELECT amq_agg_final(st::text::amqaggstate)::bytea = amq_agg_final(st)::bytea AS final_of_text
+FROM states WHERE kind = 'fuse' AND part = 3;
+-- as a window aggregate the running state is finalized again and again
+SELECT grp, amq_count(amq_agg(id) OVER (ORDER BY id)) AS running_keys
+FROM ev WHERE id <= 5 ORDER BY id;
+-- grouping sets: states of several groupings at once
+SELECT grp % 2 AS g2, grp % 3 AS g3, amq_count(amq_agg(id)) AS keys
+FROM ev WHERE id <= 12 GROUP BY GROUPING SETS ((grp % 2), (grp % 3), ()) ORDER BY 1, 2;
+-- untrusted text input is validated; the support functions work only in an
+-- aggregate
+SELECT pg_temp.err($$SELECT 'not base64!'::amqaggstate$$);
+SELECT pg_temp.err($$SELECT 'AAAA'::amqaggstate$$);
+SELECT pg_temp.err($$SELECT encode(substr(decode(st::text, 'base64'), 1, 39), 'base64')::amqaggstate
+	FROM states WHERE kind = 'bloom' AND cap IS NULL AND part = 1$$);
+SELECT pg_temp.err($$SELECT amq_agg_trans(NULL::amqaggstate, 1)$$);
+DROP TABLE kinds_list, states;
+
 -- errors
 SELECT pg_temp.err($$SELECT amq_agg(id, 0.9) FROM ev$$);
 SELECT pg_temp.err($$SELECT amq_agg(id, 0.01, 'nope') FROM ev$$);

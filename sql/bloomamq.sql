@@ -230,6 +230,10 @@ COMMENT ON FUNCTION amq_estimate_distinct(amqfilter) IS 'distinct keys in a filt
 -- Aggregates
 -------------------------------------------------------------------------------
 
+-- amq_agg for keys of any hashable type: its state is internal (Citus runs
+-- it on the coordinator).  The overloads below, one per built-in key type,
+-- have the state type amqaggstate, which Citus pushes down; both build the
+-- same filters.
 CREATE FUNCTION amq_agg_trans(internal, anyelement) RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE FUNCTION amq_agg_trans(internal, anyelement, float8) RETURNS internal
@@ -237,8 +241,6 @@ CREATE FUNCTION amq_agg_trans(internal, anyelement, float8) RETURNS internal
 CREATE FUNCTION amq_agg_trans(internal, anyelement, float8, text) RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE FUNCTION amq_agg_trans(internal, anyelement, float8, text, bigint) RETURNS internal
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION amq_union_agg_trans(internal, amqfilter) RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE FUNCTION amq_agg_final(internal) RETURNS amqfilter
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
@@ -253,11 +255,10 @@ COMMENT ON FUNCTION amq_agg_trans(internal, anyelement) IS 'amq_agg transition f
 COMMENT ON FUNCTION amq_agg_trans(internal, anyelement, float8) IS 'amq_agg transition function';
 COMMENT ON FUNCTION amq_agg_trans(internal, anyelement, float8, text) IS 'amq_agg transition function';
 COMMENT ON FUNCTION amq_agg_trans(internal, anyelement, float8, text, bigint) IS 'amq_agg transition function';
-COMMENT ON FUNCTION amq_union_agg_trans(internal, amqfilter) IS 'amq_union_agg transition function';
-COMMENT ON FUNCTION amq_agg_final(internal) IS 'amq_agg and amq_union_agg final function';
-COMMENT ON FUNCTION amq_agg_combine(internal, internal) IS 'amq_agg and amq_union_agg combine function';
-COMMENT ON FUNCTION amq_agg_serialize(internal) IS 'amq_agg and amq_union_agg state serialization';
-COMMENT ON FUNCTION amq_agg_deserialize(bytea, internal) IS 'amq_agg and amq_union_agg state deserialization (validated)';
+COMMENT ON FUNCTION amq_agg_final(internal) IS 'amq_agg final function';
+COMMENT ON FUNCTION amq_agg_combine(internal, internal) IS 'amq_agg combine function';
+COMMENT ON FUNCTION amq_agg_serialize(internal) IS 'amq_agg state serialization';
+COMMENT ON FUNCTION amq_agg_deserialize(bytea, internal) IS 'amq_agg state deserialization (validated)';
 
 CREATE AGGREGATE amq_agg(anyelement) (
 	SFUNC = amq_agg_trans, STYPE = internal, FINALFUNC = amq_agg_final,
@@ -275,15 +276,98 @@ CREATE AGGREGATE amq_agg(anyelement, float8, text, bigint) (
 	SFUNC = amq_agg_trans, STYPE = internal, FINALFUNC = amq_agg_final,
 	COMBINEFUNC = amq_agg_combine, SERIALFUNC = amq_agg_serialize,
 	DESERIALFUNC = amq_agg_deserialize, PARALLEL = SAFE);
-CREATE AGGREGATE amq_union_agg(amqfilter) (
-	SFUNC = amq_union_agg_trans, STYPE = internal, FINALFUNC = amq_agg_final,
-	COMBINEFUNC = amq_agg_combine, SERIALFUNC = amq_agg_serialize,
-	DESERIALFUNC = amq_agg_deserialize, PARALLEL = SAFE);
 
 COMMENT ON AGGREGATE amq_agg(anyelement) IS 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly';
 COMMENT ON AGGREGATE amq_agg(anyelement, float8) IS 'filter of the non-NULL keys at false-positive rate fpr, sized exactly';
 COMMENT ON AGGREGATE amq_agg(anyelement, float8, text) IS 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly';
 COMMENT ON AGGREGATE amq_agg(anyelement, float8, text, bigint) IS 'filter of the non-NULL keys, of fixed size for capacity keys';
+
+-- The aggregates' own state type, so that Citus can split them into partial
+-- aggregates on the workers and a combine on the coordinator (it moves
+-- states in their text form, and pushes down only aggregates whose state
+-- is not internal and whose declared argument types are the call's own).
+-- In memory it is changed in place per row (an expanded object); its bytes
+-- are the serialized state, validated on every way in.
+CREATE TYPE amqaggstate;
+
+CREATE FUNCTION amqaggstate_in(cstring) RETURNS amqaggstate
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION amqaggstate_out(amqaggstate) RETURNS cstring
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION amqaggstate_recv(internal) RETURNS amqaggstate
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION amqaggstate_send(amqaggstate) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE amqaggstate (
+	INPUT = amqaggstate_in,
+	OUTPUT = amqaggstate_out,
+	RECEIVE = amqaggstate_recv,
+	SEND = amqaggstate_send,
+	INTERNALLENGTH = VARIABLE,
+	ALIGNMENT = int4,
+	STORAGE = external
+);
+
+COMMENT ON TYPE amqaggstate IS 'partial state of amq_agg and amq_union_agg (hashes of the keys so far, or a filter)';
+COMMENT ON FUNCTION amqaggstate_in(cstring) IS 'amqaggstate text input (base64 of its bytes, validated)';
+COMMENT ON FUNCTION amqaggstate_out(amqaggstate) IS 'amqaggstate text output (base64 of its bytes)';
+COMMENT ON FUNCTION amqaggstate_recv(internal) IS 'amqaggstate binary input (validated)';
+COMMENT ON FUNCTION amqaggstate_send(amqaggstate) IS 'amqaggstate binary output';
+
+CREATE FUNCTION amq_agg_trans(amqaggstate, anyelement) RETURNS amqaggstate
+	AS 'MODULE_PATHNAME', 'amq_agg_transfn' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_agg_trans(amqaggstate, anyelement, float8) RETURNS amqaggstate
+	AS 'MODULE_PATHNAME', 'amq_agg_transfn' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_agg_trans(amqaggstate, anyelement, float8, text) RETURNS amqaggstate
+	AS 'MODULE_PATHNAME', 'amq_agg_transfn' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_agg_trans(amqaggstate, anyelement, float8, text, bigint) RETURNS amqaggstate
+	AS 'MODULE_PATHNAME', 'amq_agg_transfn' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_union_agg_trans(amqaggstate, amqfilter) RETURNS amqaggstate
+	AS 'MODULE_PATHNAME', 'amq_union_agg_transfn' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_agg_final(amqaggstate) RETURNS amqfilter
+	AS 'MODULE_PATHNAME', 'amq_agg_finalfn' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION amq_agg_combine(amqaggstate, amqaggstate) RETURNS amqaggstate
+	AS 'MODULE_PATHNAME', 'amq_agg_combinefn' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION amq_agg_trans(amqaggstate, anyelement) IS 'amq_agg transition function';
+COMMENT ON FUNCTION amq_agg_trans(amqaggstate, anyelement, float8) IS 'amq_agg transition function';
+COMMENT ON FUNCTION amq_agg_trans(amqaggstate, anyelement, float8, text) IS 'amq_agg transition function';
+COMMENT ON FUNCTION amq_agg_trans(amqaggstate, anyelement, float8, text, bigint) IS 'amq_agg transition function';
+COMMENT ON FUNCTION amq_union_agg_trans(amqaggstate, amqfilter) IS 'amq_union_agg transition function';
+COMMENT ON FUNCTION amq_agg_final(amqaggstate) IS 'amq_agg and amq_union_agg final function: the filter of a state';
+COMMENT ON FUNCTION amq_agg_combine(amqaggstate, amqaggstate) IS 'amq_agg and amq_union_agg combine function';
+
+-- amq_agg for each built-in key type, with state amqaggstate: a call on
+-- keys of one of these types (or a domain over one) resolves to its own.
+DO $$
+DECLARE
+	t text;
+	args text;
+	what text;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['smallint', 'integer', 'bigint', 'real', 'double precision',
+		'numeric', 'text', 'character varying', 'character', 'name', 'bytea', 'uuid', 'date',
+		'timestamp without time zone', 'timestamp with time zone', 'boolean']
+	LOOP
+		FOREACH args IN ARRAY ARRAY['', ', float8', ', float8, text', ', float8, text, bigint']
+		LOOP
+			EXECUTE format('CREATE AGGREGATE amq_agg(%s%s) (SFUNC = amq_agg_trans, '
+						   'STYPE = amqaggstate, FINALFUNC = amq_agg_final, '
+						   'COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE)', t, args);
+			what := CASE args
+				WHEN '' THEN 'filter of the non-NULL keys (kind blocked, fpr 0.01), sized exactly'
+				WHEN ', float8' THEN 'filter of the non-NULL keys at false-positive rate fpr, sized exactly'
+				WHEN ', float8, text' THEN 'filter of the non-NULL keys of a kind at false-positive rate fpr, sized exactly'
+				ELSE 'filter of the non-NULL keys, of fixed size for capacity keys' END;
+			EXECUTE format('COMMENT ON AGGREGATE amq_agg(%s%s) IS %L', t, args, what);
+		END LOOP;
+	END LOOP;
+END $$;
+
+CREATE AGGREGATE amq_union_agg(amqfilter) (
+	SFUNC = amq_union_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
+	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
 COMMENT ON AGGREGATE amq_union_agg(amqfilter) IS 'union of filters of one kind and geometry';
 
 --------------------------------------------------------------------------------

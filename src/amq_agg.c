@@ -43,7 +43,9 @@
 #include "fmgr.h"
 #include "libpq/pqformat.h"
 #include "nodes/execnodes.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/builtins.h"
+#include "utils/expandeddatum.h"
 #include "utils/memutils.h"
 
 #include "amqfilter.h"
@@ -55,6 +57,14 @@ PG_FUNCTION_INFO_V1(amq_agg_combine);
 PG_FUNCTION_INFO_V1(amq_agg_serialize);
 PG_FUNCTION_INFO_V1(amq_agg_deserialize);
 PG_FUNCTION_INFO_V1(amq_union_agg_trans);
+PG_FUNCTION_INFO_V1(amq_agg_transfn);
+PG_FUNCTION_INFO_V1(amq_union_agg_transfn);
+PG_FUNCTION_INFO_V1(amq_agg_finalfn);
+PG_FUNCTION_INFO_V1(amq_agg_combinefn);
+PG_FUNCTION_INFO_V1(amqaggstate_in);
+PG_FUNCTION_INFO_V1(amqaggstate_out);
+PG_FUNCTION_INFO_V1(amqaggstate_recv);
+PG_FUNCTION_INFO_V1(amqaggstate_send);
 
 #define AMQ_DEFAULT_FPR		0.01
 #define AMQ_DEFAULT_KIND	AMQ_KIND_BLOCKED
@@ -78,6 +88,12 @@ typedef enum AggMode
 
 typedef struct AmqAggState
 {
+	/*
+	 * The amqaggstate aggregates keep the state as an expanded object, so
+	 * that a row changes it in place (this header is unused otherwise).
+	 */
+	ExpandedObjectHeader eoh;
+	MemoryContext mcxt;			/* holds everything the state points to */
 	AggMode		mode;
 	uint8		kind;
 	double		fpr;
@@ -107,9 +123,9 @@ typedef struct AggRuns
 	Size		len[MAX_RUNS];
 } AggRuns;
 
-static pg_noinline Datum agg_trans_slow(FunctionCallInfo fcinfo,
-										AmqAggState *s, AmqKeyHasher *h);
-static void buffer_resize(AmqAggState *s, Size newmax, MemoryContext mcxt);
+static pg_noinline AmqAggState *agg_trans_slow(FunctionCallInfo fcinfo,
+												AmqAggState *s, bool expanded);
+static void buffer_resize(AmqAggState *s, Size newmax);
 
 /* The aggregate's memory context, or an ERROR outside an aggregate. */
 static MemoryContext
@@ -118,7 +134,10 @@ agg_context(FunctionCallInfo fcinfo, const char *fname)
 	MemoryContext aggcontext;
 
 	if (!AggCheckCallContext(fcinfo, &aggcontext))
-		elog(ERROR, "%s called in non-aggregate context", fname);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s can only be called by an aggregate", fname),
+				 errhint("Use amq_agg or amq_union_agg, or an aggregate of your own with state type amqaggstate.")));
 	return aggcontext;
 }
 
@@ -131,7 +150,8 @@ state_set_filter(AmqAggState *s, struct varlena *v)
 	AmqFilterDecode(v, &s->f);
 }
 
-static void merge_runs(AmqAggState *s, MemoryContext mcxt);
+static void merge_runs(AmqAggState *s);
+static void filter_flush(AmqAggState *s);
 
 /* Sort and deduplicate the buffer in place. */
 static void
@@ -140,7 +160,7 @@ buffer_dedup(AmqAggState *s)
 	uint64	   *scratch;
 
 	if (s->nruns > 0)
-		merge_runs(s, GetMemoryChunkContext(s));
+		merge_runs(s);
 
 	if (s->nhashes < 2 || s->nsorted == s->nhashes)
 	{
@@ -165,14 +185,14 @@ too_many_keys(void)
 			 errhint("Pass a capacity, amq_agg(key, fpr, kind, capacity), to build in fixed memory, or split the keys over several filters.")));
 }
 
-/* Make room for at least "more" hashes in s's buffer (in mcxt). */
+/* Make room for at least "more" hashes in s's buffer. */
 static void
-buffer_reserve(AmqAggState *s, Size more, MemoryContext mcxt)
+buffer_reserve(AmqAggState *s, Size more)
 {
 	Size		newmax;
 
 	if (s->nruns > 0)
-		merge_runs(s, mcxt);
+		merge_runs(s);
 	if (s->nhashes + more <= s->maxhashes)
 		return;
 	if (s->nhashes >= DEDUP_MIN)
@@ -201,15 +221,15 @@ buffer_reserve(AmqAggState *s, Size more, MemoryContext mcxt)
 		}
 		newmax = MAX_HASHES;
 	}
-	buffer_resize(s, newmax, mcxt);
+	buffer_resize(s, newmax);
 }
 
 /* Give s's buffer room for exactly newmax hashes (>= nhashes). */
 static void
-buffer_resize(AmqAggState *s, Size newmax, MemoryContext mcxt)
+buffer_resize(AmqAggState *s, Size newmax)
 {
 	if (s->hashes == NULL)
-		s->hashes = AmqAllocBig(mcxt, sizeof(uint64) * newmax, 0);
+		s->hashes = AmqAllocBig(s->mcxt, sizeof(uint64) * newmax, 0);
 	else
 	{
 		s->hashes = repalloc_huge(s->hashes, sizeof(uint64) * newmax);
@@ -245,7 +265,7 @@ agg_input_estimate(FunctionCallInfo fcinfo)
  * more than a few; an allocation that fails leaves it to grow as usual.
  */
 static void
-buffer_presize(AmqAggState *s, FunctionCallInfo fcinfo, MemoryContext mcxt)
+buffer_presize(AmqAggState *s, FunctionCallInfo fcinfo)
 {
 	double		rows = agg_input_estimate(fcinfo);
 	Size		want;
@@ -253,16 +273,19 @@ buffer_presize(AmqAggState *s, FunctionCallInfo fcinfo, MemoryContext mcxt)
 	if (!(rows > (double) INITIAL_HASHES))
 		return;
 	want = rows >= (double) MAX_HASHES ? MAX_HASHES : (Size) rows;
-	s->hashes = AmqAllocBig(mcxt, sizeof(uint64) * want, MCXT_ALLOC_NO_OOM);
+	s->hashes = AmqAllocBig(s->mcxt, sizeof(uint64) * want, MCXT_ALLOC_NO_OOM);
 	if (s->hashes != NULL)
 		s->maxhashes = want;
 }
 
-/* A new, empty aggregate state in mcxt. */
+/* A new, empty aggregate state in mcxt (an internal one). */
 static AmqAggState *
 state_new(MemoryContext mcxt)
 {
-	return MemoryContextAllocZero(mcxt, sizeof(AmqAggState));
+	AmqAggState *s = MemoryContextAllocZero(mcxt, sizeof(AmqAggState));
+
+	s->mcxt = mcxt;
+	return s;
 }
 
 /* Start fetching the filter's line that adding hash will read. */
@@ -323,24 +346,418 @@ filter_flush(AmqAggState *s)
 }
 
 /*
- * amq_agg(key [, fpr [, kind [, capacity]]]) transition.  The options are
- * read from the first row; NULL options take their defaults.
+ * States as bytes: the layout of core.h's serialized state, which is also
+ * the amqaggstate type's value (the flat form of its expanded object).
  */
-Datum
-amq_agg_trans(PG_FUNCTION_ARGS)
+
+/*
+ * The size of the bytes after the state header (hashes or the filter),
+ * made current: the buffer sorted and distinct, the filter's pending
+ * hashes added and its header (checksum) written.  state_write() needs it.
+ */
+static Size
+state_body_size(AmqAggState *s)
 {
-	AmqAggState *s = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
-	/* the per-row path: append one hash */
-	if (likely(s != NULL && s->mode == AGG_BUFFER &&
-			   s->nhashes < s->maxhashes))
+	if (s->mode == AGG_BUFFER)
 	{
-		if (!PG_ARGISNULL(1))
-			s->hashes[s->nhashes++] = AmqHashDatum(s->h, PG_GETARG_DATUM(1));
-		PG_RETURN_POINTER(s);
+		buffer_dedup(s);
+		return s->nhashes * sizeof(uint64);
+	}
+	filter_flush(s);
+	amq_write_header(&s->f, (uint8 *) VARDATA(s->filter));
+	return VARSIZE(s->filter) - VARHDRSZ;
+}
+
+/* Write s (made current by state_body_size) to p. */
+static void
+state_write(const AmqAggState *s, uint8 *p)
+{
+	const AmqFilter *ki = (s->mode == AGG_FILTER) ? &s->f : &s->keyinfo;
+	AmqStateHeader hdr = {0};
+
+	hdr.mode = (uint8) s->mode;
+	hdr.kind = s->kind;
+	hdr.key_family = ki->key_family;
+	hdr.hash_scheme = ki->hash_scheme;
+	hdr.key_type = ki->key_type;
+	hdr.fpr = s->fpr;
+	hdr.capacity = s->capacity;
+	amq_state_write_header(&hdr, p);
+	p += AMQ_STATE_HEADER;
+	if (s->mode == AGG_BUFFER)
+		for (Size i = 0; i < s->nhashes; i++)
+			amq_store64(p + 8 * i, s->hashes[i]);
+	else
+		memcpy(p, VARDATA(s->filter), VARSIZE(s->filter) - VARHDRSZ);
+}
+
+/*
+ * Validate a state's bytes, all of them, with amq_state_parse() (pure C,
+ * fuzzed as it ships), into *hdr; an ERROR with errcode if they fail.
+ */
+static void
+state_validate_into(const uint8 *buf, Size len, int code, AmqStateHeader *hdr)
+{
+	AmqFilter	f;
+	AmqStatus	st;
+	const char *why;
+
+	st = amq_state_parse(buf, len, hdr, &f, &why);
+	if (st == AMQ_OK)
+		return;
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("invalid serialized amq_agg state"),
+				 errdetail("%s", why)));
+	AmqFilterParseError(st, hdr->body, hdr->body_len, code);
+}
+
+static void
+state_validate(const uint8 *buf, Size len, int errcode)
+{
+	AmqStateHeader hdr;
+
+	state_validate_into(buf, len, errcode, &hdr);
+}
+
+/* Read a state's bytes (validated) into the empty state s, in s->mcxt. */
+static void
+state_read(const uint8 *buf, Size len, AmqAggState *s, int errcode)
+{
+	AmqStateHeader hdr;
+
+	state_validate_into(buf, len, errcode, &hdr);
+	s->mode = (AggMode) hdr.mode;
+	s->kind = hdr.kind;
+	s->keyinfo.key_family = hdr.key_family;
+	s->keyinfo.hash_scheme = hdr.hash_scheme;
+	s->keyinfo.key_type = hdr.key_type;
+	s->fpr = hdr.fpr;
+	s->capacity = hdr.capacity;
+	if (s->mode == AGG_BUFFER)
+	{
+		bool		sorted = true;
+
+		buffer_reserve(s, hdr.nhashes);
+		for (Size i = 0; i < hdr.nhashes; i++)
+		{
+			s->hashes[i] = amq_load64(hdr.body + 8 * i);
+			/* as written by state_write; but the bytes are not trusted */
+			if (i > 0 && s->hashes[i] <= s->hashes[i - 1])
+				sorted = false;
+		}
+		s->nhashes = hdr.nhashes;
+		s->nsorted = sorted ? hdr.nhashes : 0;
+	}
+	else
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->mcxt);
+		struct varlena *v = AmqFilterCopyBytes(hdr.body, hdr.body_len);
+
+		MemoryContextSwitchTo(old);
+		state_set_filter(s, v);
+	}
+}
+
+/*
+ * The amqaggstate aggregates' states: expanded objects, each in a memory
+ * context of its own under the aggregate's, so that nodeAgg (and Citus's
+ * worker_partial_agg) keep the pointer a transition function returns
+ * instead of copying the state per row.  Flattening writes the bytes above.
+ */
+static Size state_get_flat_size(ExpandedObjectHeader *eohptr);
+static void state_flatten_into(ExpandedObjectHeader *eohptr, void *result,
+							   Size allocated_size);
+
+static const ExpandedObjectMethods state_methods = {
+	state_get_flat_size,
+	state_flatten_into
+};
+
+static Size
+state_get_flat_size(ExpandedObjectHeader *eohptr)
+{
+	return VARHDRSZ + AMQ_STATE_HEADER + state_body_size((AmqAggState *) eohptr);
+}
+
+static void
+state_flatten_into(ExpandedObjectHeader *eohptr, void *result, Size allocated_size)
+{
+	AmqAggState *s = (AmqAggState *) eohptr;
+
+	Assert(allocated_size == state_get_flat_size(eohptr));
+	SET_VARSIZE(result, allocated_size);
+	state_write(s, (uint8 *) VARDATA(result));
+}
+
+/*
+ * Where a call site keeps its states: one context under the aggregate's,
+ * shared by its groups.  A context per state would be simpler, but costs
+ * each group of a GROUP BY a kilobyte block at least; the expanded object
+ * API needs only that the state's context be a child of the aggregate's
+ * (and since a state is only ever replaced by itself, nothing deletes the
+ * shared context before the aggregate's own reset).  The aggregate context
+ * differs by grouping set and is reset per group in a sorted aggregate, so
+ * the context is looked up per new state, and a callback forgets it when
+ * its parent's reset deletes it.
+ */
+typedef struct StatesContext
+{
+	MemoryContext parent;		/* the aggregate context */
+	MemoryContext cxt;			/* its child holding the states, or NULL */
+} StatesContext;
+
+typedef struct StatesContextForget
+{
+	MemoryContextCallback cb;
+	StatesContext *cache;
+	MemoryContext cxt;
+} StatesContextForget;
+
+/* What a call site (an FmgrInfo) of the aggregates' functions keeps. */
+typedef struct CallSite
+{
+	AmqKeyHasher *h;			/* amq_agg: its keys' hasher, once known */
+	StatesContext *states;		/* NULL if the call has no expression */
+	StatesContext states_buf;
+} CallSite;
+
+static CallSite *
+call_site(FunctionCallInfo fcinfo)
+{
+	CallSite   *cs = (CallSite *) fcinfo->flinfo->fn_extra;
+
+	if (cs == NULL)
+	{
+		cs = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(CallSite));
+		if (fcinfo->flinfo->fn_expr != NULL)
+			cs->states = &cs->states_buf;
+		fcinfo->flinfo->fn_extra = cs;
+	}
+	return cs;
+}
+
+static void
+states_context_forget(void *arg)
+{
+	StatesContextForget *f = (StatesContextForget *) arg;
+
+	if (f->cache->cxt == f->cxt)
+		f->cache->cxt = NULL;
+}
+
+/*
+ * The context for a new state of the call in fcinfo, under aggcontext.
+ * Citus calls through an FmgrInfo that lives for one row (no expression,
+ * no cache): then each state gets a small context of its own.
+ */
+static MemoryContext
+states_context(MemoryContext aggcontext, StatesContext *cache)
+{
+	StatesContextForget *f;
+
+	if (cache == NULL)
+		return AllocSetContextCreate(aggcontext, "amq_agg state", ALLOCSET_SMALL_SIZES);
+	if (cache->cxt != NULL && cache->parent == aggcontext)
+		return cache->cxt;
+	cache->parent = aggcontext;
+	cache->cxt = AllocSetContextCreate(aggcontext, "amq_agg states", ALLOCSET_DEFAULT_SIZES);
+	f = MemoryContextAlloc(cache->cxt, sizeof(*f));
+	f->cache = cache;
+	f->cxt = cache->cxt;
+	f->cb.func = states_context_forget;
+	f->cb.arg = f;
+	MemoryContextRegisterResetCallback(cache->cxt, &f->cb);
+	return cache->cxt;
+}
+
+/* A new, empty expanded state under aggcontext. */
+static AmqAggState *
+state_new_expanded(FunctionCallInfo fcinfo, MemoryContext aggcontext)
+{
+	MemoryContext cxt = states_context(aggcontext, call_site(fcinfo)->states);
+	AmqAggState *s = MemoryContextAllocZero(cxt, sizeof(AmqAggState));
+
+	EOH_init_header(&s->eoh, &state_methods, cxt);
+	s->mcxt = cxt;
+	return s;
+}
+
+/* The state d points to if it is an expanded amqaggstate, else NULL. */
+static AmqAggState *
+state_of_expanded(Datum d)
+{
+	if (VARATT_IS_EXTERNAL_EXPANDED(DatumGetPointer(d)))
+	{
+		ExpandedObjectHeader *eoh = DatumGetEOHP(d);
+
+		if (eoh->eoh_methods == &state_methods)
+			return (AmqAggState *) eoh;
+	}
+	return NULL;
+}
+
+/* Read the amqaggstate value d (flattened if expanded) into empty s. */
+static void
+state_read_datum(Datum d, AmqAggState *s)
+{
+	struct varlena *v = PG_DETOAST_DATUM_PACKED(d);
+
+	state_read((const uint8 *) VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v), s,
+			   ERRCODE_INVALID_BINARY_REPRESENTATION);
+}
+
+/*
+ * The state in d: an expanded one as it is (to be read, though finalizing
+ * or flattening may sort its buffer, which keeps its keys); any other
+ * value read and validated into *tmp, its memory in mcxt.
+ */
+static AmqAggState *
+state_peek(Datum d, AmqAggState *tmp, MemoryContext mcxt)
+{
+	AmqAggState *s = state_of_expanded(d);
+
+	if (s != NULL)
+		return s;
+	memset(tmp, 0, sizeof(*tmp));
+	tmp->mcxt = mcxt;
+	state_read_datum(d, tmp);
+	return tmp;
+}
+
+/*
+ * Argument n of a transition or combine function: the read-write expanded
+ * state the aggregate passes back.  (Without an initial value and with
+ * functions that are not strict, nothing else reaches them.)
+ */
+static inline AmqAggState *
+state_rw_arg(FunctionCallInfo fcinfo, int n)
+{
+	Datum		d = PG_GETARG_DATUM(n);
+	AmqAggState *s;
+
+	if (likely(VARATT_IS_EXTERNAL_EXPANDED_RW(DatumGetPointer(d))))
+	{
+		s = (AmqAggState *) DatumGetEOHP(d);
+		if (likely(s->eoh.eoh_methods == &state_methods))
+			return s;
+	}
+	elog(ERROR, "amq_agg state argument is not a read-write expanded amqaggstate");
+	pg_unreachable();
+}
+
+/* a's options (not its keys) those of b */
+static void
+state_copy_options(AmqAggState *a, const AmqAggState *b)
+{
+	a->kind = b->kind;
+	a->fpr = b->fpr;
+	a->capacity = b->capacity;
+	a->keyinfo = b->keyinfo;
+	a->h = b->h;
+}
+
+/*
+ * The key type of amq_agg's key argument.  Citus calls the transition
+ * function of a pushed-down aggregate through an FmgrInfo of its own,
+ * without the call's expression: then the key is the last argument of the
+ * Aggref that called it (worker_partial_agg), whole or as the first field
+ * of the row it packs several arguments into.
+ */
+static Oid
+agg_key_type(FunctionCallInfo fcinfo)
+{
+	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	Aggref	   *aggref;
+	Node	   *arg;
+
+	if (OidIsValid(typid))
+		return typid;
+	aggref = AggGetAggref(fcinfo);
+	if (aggref == NULL || aggref->args == NIL)
+		return InvalidOid;
+	arg = (Node *) ((TargetEntry *) llast(aggref->args))->expr;
+	if (IsA(arg, RowExpr) && ((RowExpr *) arg)->args != NIL)
+		arg = linitial(((RowExpr *) arg)->args);
+	return exprType(arg);
+}
+
+/*
+ * The options of a new amq_agg state, from its first row: a new state in
+ * mcxt (an expanded object if expanded), in AGG_FILTER mode if it has a
+ * capacity and its kind has union.
+ */
+static AmqAggState *
+agg_start(FunctionCallInfo fcinfo, MemoryContext aggcontext, bool expanded)
+{
+	AmqAggState *s = expanded ? state_new_expanded(fcinfo, aggcontext) : state_new(aggcontext);
+	CallSite   *cs = call_site(fcinfo);
+	AmqKeyHasher *h = cs->h;
+	int			nargs = PG_NARGS();
+	const AmqKindOps *ops = amq_kind_ops(AMQ_DEFAULT_KIND);
+	bool		parquet = false;
+	bool		has_capacity = (nargs > 4 && !PG_ARGISNULL(4));
+
+	if (h == NULL)
+	{
+		/*
+		 * One hasher for the call site, in fn_mcxt, when the call has an
+		 * expression; else (Citus, above) the FmgrInfo lives for one row:
+		 * the state gets its own.
+		 */
+		bool		per_site = (fcinfo->flinfo->fn_expr != NULL);
+		MemoryContext hcxt = per_site ? fcinfo->flinfo->fn_mcxt : s->mcxt;
+
+		h = MemoryContextAlloc(hcxt, sizeof(*h));
+		AmqHasherInit(h, agg_key_type(fcinfo), PG_GET_COLLATION(), hcxt);
+		if (per_site)
+			cs->h = h;
 	}
 
-	return agg_trans_slow(fcinfo, s,
-						  (AmqKeyHasher *) fcinfo->flinfo->fn_extra);
+	s->fpr = AMQ_DEFAULT_FPR;
+	if (nargs > 2 && !PG_ARGISNULL(2))
+		s->fpr = PG_GETARG_FLOAT8(2);
+	AmqCheckFpr(s->fpr);
+	if (nargs > 3 && !PG_ARGISNULL(3))
+		ops = AmqResolveKind(text_to_cstring(PG_GETARG_TEXT_PP(3)),
+							 !has_capacity, s->fpr, &parquet);
+	s->kind = ops->id;
+	s->h = h;
+	if (parquet)
+	{
+		/* this state's own hasher: other groups may not be Parquet */
+		s->h = MemoryContextAlloc(s->mcxt, sizeof(AmqKeyHasher));
+		*s->h = *h;
+		AmqHasherSetParquet(s->h, 0);
+	}
+	AmqSetFamily(&s->keyinfo, s->h);
+	if (has_capacity)
+	{
+		AmqFilter	f;
+		MemoryContext old;
+
+		s->capacity = PG_GETARG_INT64(4);
+		AmqRequireCap(ops, AMQ_CAP_ADD, "building in fixed memory (a capacity)");
+		AmqPlanOrError(&f, s->kind, s->capacity, s->fpr);
+		if (parquet)
+			AmqPlanParquet(&f);
+		if (ops->caps & AMQ_CAP_UNION)
+		{
+			f.key_family = s->keyinfo.key_family;
+			f.hash_scheme = s->keyinfo.hash_scheme;
+			f.key_type = s->keyinfo.key_type;
+			old = MemoryContextSwitchTo(s->mcxt);
+			s->filter = AmqFilterAlloc(&f);
+			MemoryContextSwitchTo(old);
+			s->mode = AGG_FILTER;
+			s->f = f;
+			s->pending = MemoryContextAlloc(s->mcxt, sizeof(uint64) * FILTER_BATCH);
+		}
+	}
+	if (s->mode == AGG_BUFFER)
+		buffer_presize(s, fcinfo);
+	return s;
 }
 
 /*
@@ -348,75 +765,16 @@ amq_agg_trans(PG_FUNCTION_ARGS)
  * Not inlined: its frame and stack-protector check would otherwise be paid
  * by every row of the fast path.
  */
-static pg_noinline Datum
-agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
+static pg_noinline AmqAggState *
+agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, bool expanded)
 {
-	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_trans");
 	uint64		hash;
 
-	if (h == NULL)
-	{
-		h = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(*h));
-		AmqHasherInit(h, get_fn_expr_argtype(fcinfo->flinfo, 1),
-					  PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
-		fcinfo->flinfo->fn_extra = h;
-	}
-
 	if (s == NULL)
-	{
-		int			nargs = PG_NARGS();
-		const AmqKindOps *ops = amq_kind_ops(AMQ_DEFAULT_KIND);
-		bool		parquet = false;
-		bool		has_capacity = (nargs > 4 && !PG_ARGISNULL(4));
-
-		s = state_new(aggcontext);
-		s->fpr = AMQ_DEFAULT_FPR;
-		if (nargs > 2 && !PG_ARGISNULL(2))
-			s->fpr = PG_GETARG_FLOAT8(2);
-		AmqCheckFpr(s->fpr);
-		if (nargs > 3 && !PG_ARGISNULL(3))
-			ops = AmqResolveKind(text_to_cstring(PG_GETARG_TEXT_PP(3)),
-								 !has_capacity, s->fpr, &parquet);
-		s->kind = ops->id;
-		s->h = h;
-		if (parquet)
-		{
-			/* this state's own hasher: other groups may not be Parquet */
-			s->h = MemoryContextAlloc(aggcontext, sizeof(AmqKeyHasher));
-			*s->h = *h;
-			AmqHasherSetParquet(s->h, 0);
-		}
-		AmqSetFamily(&s->keyinfo, s->h);
-		if (has_capacity)
-		{
-			AmqFilter	f;
-			MemoryContext old;
-
-			s->capacity = PG_GETARG_INT64(4);
-			AmqRequireCap(ops, AMQ_CAP_ADD, "building in fixed memory (a capacity)");
-			AmqPlanOrError(&f, s->kind, s->capacity, s->fpr);
-			if (parquet)
-				AmqPlanParquet(&f);
-			if (ops->caps & AMQ_CAP_UNION)
-			{
-				f.key_family = s->keyinfo.key_family;
-				f.hash_scheme = s->keyinfo.hash_scheme;
-				f.key_type = s->keyinfo.key_type;
-				old = MemoryContextSwitchTo(aggcontext);
-				s->filter = AmqFilterAlloc(&f);
-				MemoryContextSwitchTo(old);
-				s->mode = AGG_FILTER;
-				s->f = f;
-				s->pending = MemoryContextAlloc(aggcontext,
-												sizeof(uint64) * FILTER_BATCH);
-			}
-		}
-		if (s->mode == AGG_BUFFER)
-			buffer_presize(s, fcinfo, aggcontext);
-	}
+		s = agg_start(fcinfo, agg_context(fcinfo, "amq_agg_trans"), expanded);
 
 	if (PG_ARGISNULL(1))
-		PG_RETURN_POINTER(s);
+		return s;
 
 	hash = AmqHashDatum(s->h, PG_GETARG_DATUM(1));
 	if (s->mode == AGG_FILTER)
@@ -429,68 +787,151 @@ agg_trans_slow(FunctionCallInfo fcinfo, AmqAggState *s, AmqKeyHasher *h)
 	else
 	{
 		if (unlikely(s->nhashes == s->maxhashes))
-			buffer_reserve(s, 1, aggcontext);
+			buffer_reserve(s, 1);
 		s->hashes[s->nhashes++] = hash;
 	}
+	return s;
+}
+
+/* The per-row path: append one hash to a buffer with room, or false. */
+static inline bool
+agg_trans_fast(FunctionCallInfo fcinfo, AmqAggState *s)
+{
+	if (likely(s != NULL && s->mode == AGG_BUFFER && s->nhashes < s->maxhashes))
+	{
+		if (!PG_ARGISNULL(1))
+			s->hashes[s->nhashes++] = AmqHashDatum(s->h, PG_GETARG_DATUM(1));
+		return true;
+	}
+	return false;
+}
+
+/*
+ * amq_agg(key [, fpr [, kind [, capacity]]]) transition, state internal
+ * (extension versions before 0.5.0).  The options are read from the first
+ * row; NULL options take their defaults.
+ */
+Datum
+amq_agg_trans(PG_FUNCTION_ARGS)
+{
+	AmqAggState *s = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
+
+	if (!agg_trans_fast(fcinfo, s))
+		s = agg_trans_slow(fcinfo, s, false);
 	PG_RETURN_POINTER(s);
 }
 
-/* amq_union_agg(filter) transition: union into a filter state. */
+/* amq_agg transition, state amqaggstate: the same, on the expanded state. */
 Datum
-amq_union_agg_trans(PG_FUNCTION_ARGS)
+amq_agg_transfn(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcontext = agg_context(fcinfo, "amq_union_agg_trans");
-	AmqAggState *s = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
+	AmqAggState *s = PG_ARGISNULL(0) ? NULL : state_rw_arg(fcinfo, 0);
+
+	if (!agg_trans_fast(fcinfo, s))
+		s = agg_trans_slow(fcinfo, s, true);
+	PG_RETURN_DATUM(EOHPGetRWDatum(&s->eoh));
+}
+
+/* amq_union_agg(filter): union into a filter state. */
+static AmqAggState *
+union_trans(FunctionCallInfo fcinfo, AmqAggState *s, bool expanded)
+{
 	AmqFilter	g;
 
 	if (PG_ARGISNULL(1))
-		PG_RETURN_POINTER(s);
+		return s;
 
 	if (s == NULL)
 	{
-		MemoryContext old = MemoryContextSwitchTo(aggcontext);
-		struct varlena *v = AmqFilterGetArg(fcinfo, 1, &g, true);
+		MemoryContext aggcontext = agg_context(fcinfo, "amq_union_agg_trans");
+		MemoryContext old;
+		struct varlena *v;
 
+		s = expanded ? state_new_expanded(fcinfo, aggcontext) : state_new(aggcontext);
+		old = MemoryContextSwitchTo(s->mcxt);
+		v = AmqFilterGetArg(fcinfo, 1, &g, true);
 		MemoryContextSwitchTo(old);
-		s = state_new(aggcontext);
 		s->kind = g.kind;
 		s->fpr = g.fpr;
 		state_set_filter(s, v);
 		s->keyinfo = s->f;
-		PG_RETURN_POINTER(s);
+		return s;
 	}
 	AmqFilterGetArg(fcinfo, 1, &g, false);
 	AmqMergeOrError(&s->f, &g, AMQ_MERGE_UNION);
+	return s;
+}
+
+/* amq_union_agg transition, state internal (before 0.5.0). */
+Datum
+amq_union_agg_trans(PG_FUNCTION_ARGS)
+{
+	AmqAggState *s = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
+
+	s = union_trans(fcinfo, s, false);
+	if (s == NULL)
+		PG_RETURN_NULL();
 	PG_RETURN_POINTER(s);
 }
 
-/* Final function: the filter of the state (NULL when no row came). */
+/* amq_union_agg transition, state amqaggstate. */
 Datum
-amq_agg_final(PG_FUNCTION_ARGS)
+amq_union_agg_transfn(PG_FUNCTION_ARGS)
 {
-	AmqAggState *s;
+	AmqAggState *s = PG_ARGISNULL(0) ? NULL : state_rw_arg(fcinfo, 0);
+
+	s = union_trans(fcinfo, s, true);
+	if (s == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(EOHPGetRWDatum(&s->eoh));
+}
+
+/*
+ * The filter of a state.  Deduplicating the buffer keeps the key set, so
+ * the state stays usable: a window aggregate finalizes it again.
+ */
+static Datum
+state_final(AmqAggState *s)
+{
 	struct varlena *v;
 	AmqFilter	f;
 
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	s = (AmqAggState *) PG_GETARG_POINTER(0);
-
 	if (s->mode == AGG_BUFFER)
 	{
-		/* deduplication keeps the key set, so the state stays usable */
 		buffer_dedup(s);
 		return AmqBuildFromHashes(s->kind, s->fpr, &s->keyinfo,
 								  s->hashes, s->nhashes, s->capacity);
 	}
 
 	filter_flush(s);
-	/* copy: the state may be finalized again */
 	v = (struct varlena *) palloc(VARSIZE(s->filter));
 	memcpy(v, s->filter, VARSIZE(s->filter));
 	f = s->f;
 	f.payload = (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE;
 	return AmqFilterFinish(v, &f);
+}
+
+/* Final function, state internal: the filter (NULL when no row came). */
+Datum
+amq_agg_final(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	return state_final((AmqAggState *) PG_GETARG_POINTER(0));
+}
+
+/*
+ * Final function, state amqaggstate: the aggregate's expanded state, or
+ * (Citus, or a call from SQL) any value of the type, validated.
+ */
+Datum
+amq_agg_finalfn(PG_FUNCTION_ARGS)
+{
+	AmqAggState tmp;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	return state_final(state_peek(PG_GETARG_DATUM(0), &tmp, CurrentMemoryContext));
 }
 
 /*
@@ -568,7 +1009,7 @@ merge_k(const uint64 **head, const uint64 **end, int k, uint64 *out)
  * the leader).
  */
 static void
-merge_runs(AmqAggState *s, MemoryContext mcxt)
+merge_runs(AmqAggState *s)
 {
 	const uint64 *head[MAX_RUNS + 1];
 	const uint64 *end[MAX_RUNS + 1];
@@ -597,7 +1038,7 @@ merge_runs(AmqAggState *s, MemoryContext mcxt)
 	if (total == 0)
 		return;
 
-	out = AmqAllocBig(mcxt, sizeof(uint64) * total, 0);
+	out = AmqAllocBig(s->mcxt, sizeof(uint64) * total, 0);
 	if (k == 1)
 		s->nhashes = merge_k(head, end, 1, out);
 	else
@@ -613,43 +1054,19 @@ merge_runs(AmqAggState *s, MemoryContext mcxt)
 	s->maxhashes = total;
 }
 
-/* Combine function: merge two partial states of a parallel aggregate. */
-Datum
-amq_agg_combine(PG_FUNCTION_ARGS)
+/*
+ * Combine b into a (both of one aggregate).  With take, b's memory is a's
+ * to keep (b came from bytes read into a's context, and is not used again):
+ * its sorted hashes become a run of a, merged with the others at the end.
+ */
+static void
+combine_into(AmqAggState *a, AmqAggState *b, bool take)
 {
-	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_combine");
-	AmqAggState *a = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
-	AmqAggState *b = PG_ARGISNULL(1) ? NULL : (AmqAggState *) PG_GETARG_POINTER(1);
-
-	if (b == NULL)
-		PG_RETURN_POINTER(a);
 	if (b->mode == AGG_FILTER)
 		filter_flush(b);
 	else if (b->nruns > 0)
-		merge_runs(b, aggcontext);
-	if (a == NULL)
-	{
-		/* copy b into the aggregate context */
-		a = state_new(aggcontext);
-		*a = *b;
-		a->hashes = NULL;
-		a->nhashes = a->maxhashes = a->nsorted = 0;
-		a->nruns = 0;
-		a->runs = NULL;
-		a->pending = NULL;
-		a->npending = 0;
-		a->filter = NULL;
-		if (b->mode == AGG_FILTER)
-		{
-			struct varlena *v = MemoryContextAlloc(aggcontext, VARSIZE(b->filter));
-
-			memcpy(v, b->filter, VARSIZE(b->filter));
-			a->filter = v;
-			a->f.payload = (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE;
-			PG_RETURN_POINTER(a);
-		}
-	}
-	else if (a->mode != b->mode || a->kind != b->kind)
+		merge_runs(b);
+	if (a->mode != b->mode || a->kind != b->kind)
 		elog(ERROR, "cannot combine amq_agg states of different modes or kinds");
 
 	if (a->mode == AGG_FILTER)
@@ -663,140 +1080,191 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 
 		for (int r = 0; r < a->nruns; r++)
 			held += a->runs->len[r];
-		if (a->nsorted == a->nhashes && b->nsorted == b->nhashes &&
-			b->nruns == 0 && a->nruns < MAX_RUNS && held <= MAX_HASHES)
+		if (take && a->nsorted == a->nhashes && b->nsorted == b->nhashes &&
+			a->nruns < MAX_RUNS && held <= MAX_HASHES)
 		{
-			/*
-			 * Keep b's hashes to merge with the others at the end.  b is a
-			 * deserialized partial state, in the aggregate context until
-			 * the final function, and not used again; the buffer of a is
-			 * marked full so that no row is appended before the merge.
-			 */
+			/* the buffer of a is marked full: no row goes in before the merge */
 			if (a->runs == NULL)
-				a->runs = MemoryContextAlloc(aggcontext, sizeof(AggRuns));
+				a->runs = MemoryContextAlloc(a->mcxt, sizeof(AggRuns));
 			a->runs->run[a->nruns] = b->hashes;
 			a->runs->len[a->nruns++] = b->nhashes;
 			a->maxhashes = a->nhashes;
 		}
 		else
 		{
-			buffer_reserve(a, b->nhashes, aggcontext);
+			buffer_reserve(a, b->nhashes);
 			memcpy(a->hashes + a->nhashes, b->hashes, sizeof(uint64) * b->nhashes);
 			a->nhashes += b->nhashes;
 		}
 	}
+}
+
+/* Combine function, state internal: b is a deserialized partial state. */
+Datum
+amq_agg_combine(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_combine");
+	AmqAggState *a = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
+	AmqAggState *b = PG_ARGISNULL(1) ? NULL : (AmqAggState *) PG_GETARG_POINTER(1);
+
+	if (b == NULL)
+		PG_RETURN_POINTER(a);
+	if (a == NULL)
+	{
+		/* an empty state of b's options; b's contents are combined below */
+		a = state_new(aggcontext);
+		state_copy_options(a, b);
+		if (b->mode == AGG_FILTER)
+		{
+			struct varlena *v;
+
+			filter_flush(b);
+			v = MemoryContextAlloc(a->mcxt, VARSIZE(b->filter));
+			memcpy(v, b->filter, VARSIZE(b->filter));
+			a->mode = AGG_FILTER;
+			a->filter = v;
+			a->f = b->f;
+			a->f.payload = (uint8 *) VARDATA(v) + AMQ_HEADER_SIZE;
+			PG_RETURN_POINTER(a);
+		}
+	}
+	combine_into(a, b, true);
 	PG_RETURN_POINTER(a);
 }
 
-/* The serialized state's layout is in core.h (amq_state_write_header). */
+/*
+ * Combine function, state amqaggstate (not strict).  b is a partial state
+ * read from a parallel worker's tuple or from Citus's text form: flat
+ * bytes, read (validated) straight into a's memory.
+ */
+Datum
+amq_agg_combinefn(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_combine");
+	AmqAggState *a;
+	AmqAggState tmp;
+	AmqAggState *b;
+
+	if (PG_ARGISNULL(1))
+	{
+		if (PG_ARGISNULL(0))
+			PG_RETURN_NULL();
+		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+	}
+	if (PG_ARGISNULL(0))
+	{
+		a = state_new_expanded(fcinfo, aggcontext);
+		state_read_datum(PG_GETARG_DATUM(1), a);
+		PG_RETURN_DATUM(EOHPGetRWDatum(&a->eoh));
+	}
+	a = state_rw_arg(fcinfo, 0);
+	b = state_peek(PG_GETARG_DATUM(1), &tmp, a->mcxt);
+	combine_into(a, b, b == &tmp);
+	PG_RETURN_DATUM(EOHPGetRWDatum(&a->eoh));
+}
+
+/* Serialize, state internal: the layout of core.h (amq_state_write_header). */
 Datum
 amq_agg_serialize(PG_FUNCTION_ARGS)
 {
 	AmqAggState *s = (AmqAggState *) PG_GETARG_POINTER(0);
-	const AmqFilter *ki = (s->mode == AGG_FILTER) ? &s->f : &s->keyinfo;
-	Size		body;
+	Size		size;
 	bytea	   *out;
-	uint8	   *p;
-	AmqStateHeader hdr = {0};
 
 	agg_context(fcinfo, "amq_agg_serialize");
-	if (s->mode == AGG_BUFFER)
-	{
-		buffer_dedup(s);
-		body = s->nhashes * sizeof(uint64);
-	}
-	else
-	{
-		filter_flush(s);
-		/* the header (checksum) must be current for deserialize to verify */
-		amq_write_header(&s->f, (uint8 *) VARDATA(s->filter));
-		body = VARSIZE(s->filter) - VARHDRSZ;
-	}
-	out = (bytea *) palloc(VARHDRSZ + AMQ_STATE_HEADER + body);
-	SET_VARSIZE(out, VARHDRSZ + AMQ_STATE_HEADER + body);
-	p = (uint8 *) VARDATA(out);
-	hdr.mode = (uint8) s->mode;
-	hdr.kind = s->kind;
-	hdr.key_family = ki->key_family;
-	hdr.hash_scheme = ki->hash_scheme;
-	hdr.key_type = ki->key_type;
-	hdr.fpr = s->fpr;
-	hdr.capacity = s->capacity;
-	amq_state_write_header(&hdr, p);
-	p += AMQ_STATE_HEADER;
-	if (s->mode == AGG_BUFFER)
-		for (Size i = 0; i < s->nhashes; i++)
-			amq_store64(p + 8 * i, s->hashes[i]);
-	else
-		memcpy(p, VARDATA(s->filter), body);
+	size = VARHDRSZ + AMQ_STATE_HEADER + state_body_size(s);
+	out = (bytea *) palloc(size);
+	SET_VARSIZE(out, size);
+	state_write(s, (uint8 *) VARDATA(out));
 	PG_RETURN_BYTEA_P(out);
 }
 
-/* Report a serialized state that failed validation. */
-static void
-bad_state(const char *why)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-			 errmsg("invalid serialized amq_agg state"),
-			 errdetail("%s", why)));
-}
-
-/*
- * Serialized states are validated like any other untrusted input, all of
- * it by amq_state_parse() (pure C, fuzzed as it ships).
- */
+/* Deserialize, state internal: validated like any other untrusted input. */
 Datum
 amq_agg_deserialize(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcontext = agg_context(fcinfo, "amq_agg_deserialize");
 	bytea	   *in = PG_GETARG_BYTEA_PP(0);
-	AmqStateHeader hdr;
-	AmqFilter	f;
-	AmqStatus	st;
-	const char *why;
-	AmqAggState *s;
+	AmqAggState *s = state_new(aggcontext);
 
-	st = amq_state_parse((const uint8 *) VARDATA_ANY(in),
-						 VARSIZE_ANY_EXHDR(in), &hdr, &f, &why);
-	if (st != AMQ_OK)
-	{
-		if (why != NULL)
-			bad_state(why);
-		AmqFilterParseError(st, hdr.body, hdr.body_len,
-							ERRCODE_INVALID_BINARY_REPRESENTATION);
-	}
-
-	s = state_new(aggcontext);
-	s->mode = (AggMode) hdr.mode;
-	s->kind = hdr.kind;
-	s->keyinfo.key_family = hdr.key_family;
-	s->keyinfo.hash_scheme = hdr.hash_scheme;
-	s->keyinfo.key_type = hdr.key_type;
-	s->fpr = hdr.fpr;
-	s->capacity = hdr.capacity;
-	if (s->mode == AGG_BUFFER)
-	{
-		bool		sorted = true;
-
-		buffer_reserve(s, hdr.nhashes, aggcontext);
-		for (Size i = 0; i < hdr.nhashes; i++)
-		{
-			s->hashes[i] = amq_load64(hdr.body + 8 * i);
-			/* as written by serialize; but the bytes are not trusted */
-			if (i > 0 && s->hashes[i] <= s->hashes[i - 1])
-				sorted = false;
-		}
-		s->nhashes = hdr.nhashes;
-		s->nsorted = sorted ? hdr.nhashes : 0;
-	}
-	else
-	{
-		MemoryContext old = MemoryContextSwitchTo(aggcontext);
-		struct varlena *v = AmqFilterCopyBytes(hdr.body, hdr.body_len);
-
-		MemoryContextSwitchTo(old);
-		state_set_filter(s, v);
-	}
+	state_read((const uint8 *) VARDATA_ANY(in), VARSIZE_ANY_EXHDR(in), s,
+			   ERRCODE_INVALID_BINARY_REPRESENTATION);
 	PG_RETURN_POINTER(s);
+}
+
+/*
+ * The amqaggstate type.  Its bytes are those of a serialized state (core.h);
+ * every way in validates them with amq_state_parse(), like amqfilter's.
+ */
+
+/* Validate bytes as a state and return them as an amqaggstate value. */
+static struct varlena *
+state_value_from_bytes(const uint8 *buf, Size len, int errcode)
+{
+	struct varlena *v;
+
+	state_validate(buf, len, errcode);
+	v = (struct varlena *) palloc(VARHDRSZ + len);
+	SET_VARSIZE(v, VARHDRSZ + len);
+	memcpy(VARDATA(v), buf, len);
+	return v;
+}
+
+/* Text input: base64 of the state's bytes. */
+Datum
+amqaggstate_in(PG_FUNCTION_ARGS)
+{
+	char	   *str = PG_GETARG_CSTRING(0);
+	size_t		len = strlen(str);
+	uint8	   *buf = palloc(len / 4 * 3 + 1);
+	size_t		n;
+	struct varlena *v;
+
+	if (!amq_base64_decode(str, len, buf, &n))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type amqaggstate"),
+				 errdetail("The text form of an amqaggstate is its bytes in padded base64.")));
+	v = state_value_from_bytes(buf, n, ERRCODE_INVALID_TEXT_REPRESENTATION);
+	pfree(buf);
+	PG_RETURN_POINTER(v);
+}
+
+/* Text output: base64 of the state's bytes. */
+Datum
+amqaggstate_out(PG_FUNCTION_ARGS)
+{
+	struct varlena *v = PG_GETARG_VARLENA_PP(0);
+	size_t		len = VARSIZE_ANY_EXHDR(v);
+	char	   *out = palloc(amq_base64_encoded_len(len) + 1);
+	size_t		n = amq_base64_encode((const uint8 *) VARDATA_ANY(v), len, out);
+
+	out[n] = '\0';
+	PG_RETURN_CSTRING(out);
+}
+
+/* Binary input: the bytes, validated. */
+Datum
+amqaggstate_recv(PG_FUNCTION_ARGS)
+{
+	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
+	struct varlena *v;
+
+	v = state_value_from_bytes((const uint8 *) buf->data + buf->cursor,
+							   buf->len - buf->cursor,
+							   ERRCODE_INVALID_BINARY_REPRESENTATION);
+	buf->cursor = buf->len;
+	PG_RETURN_POINTER(v);
+}
+
+/* Binary output: the state's bytes. */
+Datum
+amqaggstate_send(PG_FUNCTION_ARGS)
+{
+	struct varlena *v = PG_GETARG_VARLENA_PP(0);
+	StringInfoData buf;
+
+	pq_begintypsend(&buf);
+	pq_sendbytes(&buf, VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
+	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
 }

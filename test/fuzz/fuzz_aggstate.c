@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_aggstate.c
- *	  libFuzzer harness of the aggregate deserialize path
- *	  (amq_agg_deserialize): amq_state_parse() on arbitrary bytes.
+ *	  libFuzzer harness of the aggregate state's ways in: the amqaggstate
+ *	  type's binary input (and the internal state's deserialize function),
+ *	  amq_state_parse() on arbitrary bytes; and its text input, the bytes
+ *	  taken as base64 and decoded first.
  *
  * An accepted filter-mode state's filter is driven through its kind's
  * operations; an accepted buffer-mode state's hashes are sorted,
@@ -129,8 +131,16 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t    *buf;
+	size_t		n;
 
 	try_state(data, size);
+
+	/* amqaggstate_in: padded base64 of the bytes, then the same checks */
+	buf = fuzz_malloc(size / 4 * 3 + 1);
+	if (amq_base64_decode((const char *) data, size, buf, &n))
+		try_state(buf, n);
+	free(buf);
+
 	if (size < AMQ_STATE_HEADER + AMQ_HEADER_SIZE || data[1] != AMQ_STATE_FILTER)
 		return 0;
 	buf = fuzz_malloc(size);
