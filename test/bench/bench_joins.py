@@ -23,7 +23,10 @@ chroot of another major.  JIT off in every part.
    sorted, numbers rounded to 10 significant digits (numeric sums are exact
    in PostgreSQL whatever the plan, but a float or a division's last digit may
    differ between plans); the queries under a LIMIT have ORDER BY keys that
-   make their rows unique.  A difference makes the script exit 1.
+   make their rows unique.  A difference makes the script exit 1.  Then,
+   unless --no-stats, one more run with the pre-filter on under EXPLAIN
+   ANALYZE (not timed) counts the AmqPrefilter nodes, the rows they removed
+   and those that disabled themselves.
 2. The semi-join of `make bench` (benchlib.py's t_big 10^7 ids, t_small 10^5
    keys, half present): `id IN (SELECT id FROM t_small)`, off and on
    alternating, parallel plans on and off, work_mem 256MB as in `make bench`.
@@ -69,6 +72,9 @@ ap.add_argument("--peers", type=int, nargs=2, default=[10_000_000, 100_000],
 ap.add_argument("--fact", type=int, default=10_000_000, help="rows of the star's fact table")
 ap.add_argument("--explain", metavar="QNN", help="print this TPC-H query's plan, then exit")
 ap.add_argument("--explain-mode", choices=("analyze", "verbose"), default="analyze")
+ap.add_argument("--no-stats", dest="stats", action="store_false",
+                help="skip the EXPLAIN ANALYZE run per query that counts the pre-filters "
+                     "and the rows they removed")
 ap.add_argument("--load-only", action="store_true", help="load the TPC-H data, then exit")
 ap.add_argument("--json", metavar="FILE", help="also write the TPC-H figures to FILE")
 args = ap.parse_args()
@@ -137,6 +143,20 @@ def timed_once(sql):
     return time.perf_counter() - start, rows
 
 
+def prefilter_stats(sql):
+    """With the pre-filter on, one EXPLAIN ANALYZE run of sql: (AmqPrefilter
+    nodes, rows they removed, nodes that disabled themselves)."""
+    run(conn, "SET bloomamq.join_prefilter = on")
+    try:
+        plan = [r[0] for r in run(conn, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql)]
+    except psycopg2.errors.QueryCanceled:
+        return None
+    nodes = sum(1 for line in plan if "(AmqPrefilter)" in line)
+    removed = sum(int(line.split(":")[1]) for line in plan if "Rows Removed by Prefilter" in line)
+    disabled = sum(1 for line in plan if "Prefilter Disabled: true" in line)
+    return nodes, removed, disabled
+
+
 def explain(qname):
     sql = tpch_queries()[qname]
     opts = "ANALYZE, VERBOSE" if args.explain_mode == "analyze" else "VERBOSE"
@@ -195,6 +215,7 @@ def tpch_bench():
                         ref = d  # off timed out or not run yet: on is the reference
                 if dead["off"] and dead["on"]:
                     break
+            stats = prefilter_stats(sql) if args.stats and times["on"] else None
             run(conn, "RESET bloomamq.join_prefilter")
             med = {m: (statistics.median(t) if t else None) for m, t in times.items()}
             ratio = (med["off"] / med["on"]) if med["off"] and med["on"] else None
@@ -212,11 +233,15 @@ def tpch_bench():
             print(f"{q:6s} {f(med['off'])} {f(med['on'])} "
                   f"{(format(ratio, '7.2f') if ratio else '      -')} "
                   f"{(ref[1] if ref else 0):5d}  {status}"
+                  f"{'' if stats is None else '  prefilters %d, removed %d rows%s' % (stats[0], stats[1], ', %d disabled itself' % stats[2] if stats[2] else '')}"
                   f"{'' if len(times['off']) == R and len(times['on']) == R else ' (runs off/on: %d/%d)' % (len(times['off']), len(times['on']))}",
                   flush=True)
             res[q] = {"off": med["off"], "on": med["on"], "ratio": ratio, "status": status,
                       "runs_off": times["off"], "runs_on": times["on"],
-                      "rows": ref[1] if ref else None, "md5": ref[0] if ref else None}
+                      "rows": ref[1] if ref else None, "md5": ref[0] if ref else None,
+                      "prefilters": stats[0] if stats else None,
+                      "removed": stats[1] if stats else None,
+                      "disabled": stats[2] if stats else None}
         both = {q: v for q, v in res.items() if v["ratio"] is not None}
         if both:
             toff = sum(v["off"] for v in both.values())
