@@ -175,7 +175,7 @@ def explain(qname):
 def tpch_bench():
     qs = tpch_queries()
     R = args.runs
-    print(f"# TPC-H SF{args.sf:g}: 22 queries (test/bench/tpch), pre-filter off and on "
+    print(f"# TPC-H SF{args.sf:g}: {len(qs)} queries (test/bench/tpch), pre-filter off and on "
           f"alternating, {R} run(s) each, median; work_mem {args.work_mem}, jit off, "
           f"statement_timeout {args.timeout:g} s; PostgreSQL {VERSION}, "
           f"shared_buffers {setting('shared_buffers')}", flush=True)
