@@ -74,20 +74,37 @@ bench-kinds: test/bench/bench_kinds
 bench:
 	tools/bench $(BENCH_ARGS)
 
-# Hash-join pre-filters (bloomamq.join_prefilter): a star schema and the
-# peers' semi-join, each with the setting off, on and written by hand, in one
-# run on a throwaway cluster; never fails on timing.
-#   e.g. make bench-joins BENCH_ARGS="--fact 1000000 --peers 1000000 10000"
+# Hash-join pre-filters (bloomamq.join_prefilter), in one run on a throwaway
+# cluster: the 22 TPC-H-shaped queries at scale factor 1 (test/bench/tpch,
+# generated on the server: about 3 minutes each time, the cluster being new)
+# with the setting off and on, parallel plans on and off, results checked
+# equal; the semi-join of make bench; never fails on timing.
+#   e.g. make bench-joins BENCH_ARGS="--runs 1 --queries q03,q08 --star"
 # Like tools/bench, the tools' own default server (PostgreSQL 15) unless
 # PG_CONFIG is given on the command line or in the environment (make exports
 # it then): make's default, a bare "pg_config", is not a path tools/setup takes.
-.PHONY: bench-joins
+# Against a server of one's own: PGHOST=... PGPORT=... /usr/bin/python3
+# test/bench/bench_joins.py (see its --help).
+.PHONY: bench-joins bench-joins-chroot
 bench-joins:
 	tools/setup --bench
 	eval "$$(tools/pgcluster start shared_buffers=2GB \
-		work_mem=256MB maintenance_work_mem=1GB max_parallel_workers_per_gather=0 \
-		jit=off)" && \
+		maintenance_work_mem=1GB jit=off)" && \
 	trap 'tools/pgcluster stop' EXIT && \
+	/usr/bin/python3 test/bench/bench_joins.py $(BENCH_ARGS)
+
+# The same in a copy of a chroot of tools/pgmajor (17: trixie, 19: sid):
+# bloomamq built and installed in it, its server started for the run and
+# stopped after, its data (the loaded TPC-H tables) kept for the next run.
+#   cp -a /var/cache/bloomamq/trixie-17 /var/cache/bloomamq/bench-17
+#   make bench-joins-chroot BENCH_CHROOT=/var/cache/bloomamq/bench-17
+bench-joins-chroot:
+	@test -n "$(BENCH_CHROOT)" || \
+		{ echo "make bench-joins-chroot: set BENCH_CHROOT, a copy of a chroot of tools/pgmajor" >&2; exit 2; }
+	tools/pgchroot $(BENCH_CHROOT) build
+	eval "$$(tools/pgchroot $(BENCH_CHROOT) start shared_buffers=2GB \
+		maintenance_work_mem=1GB jit=off)" && \
+	trap 'tools/pgchroot $(BENCH_CHROOT) stop' EXIT && \
 	/usr/bin/python3 test/bench/bench_joins.py $(BENCH_ARGS)
 
 # amq_agg's state type (0.5.0) against the internal state of 0.4.0: two
