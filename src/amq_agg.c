@@ -62,9 +62,7 @@ PG_FUNCTION_INFO_V1(amq_union_agg_transfn);
 PG_FUNCTION_INFO_V1(amq_agg_finalfn);
 PG_FUNCTION_INFO_V1(amq_agg_combinefn);
 PG_FUNCTION_INFO_V1(amqaggstate_in);
-PG_FUNCTION_INFO_V1(amqaggstate_out);
 PG_FUNCTION_INFO_V1(amqaggstate_recv);
-PG_FUNCTION_INFO_V1(amqaggstate_send);
 
 #define AMQ_DEFAULT_FPR		0.01
 #define AMQ_DEFAULT_KIND	AMQ_KIND_BLOCKED
@@ -1210,40 +1208,20 @@ state_value_from_bytes(const uint8 *buf, Size len, int errcode)
 	return v;
 }
 
-/* Text input: base64 of the state's bytes. */
+/* Text input: base64 of the state's bytes (output: amqfilter_out). */
 Datum
 amqaggstate_in(PG_FUNCTION_ARGS)
 {
-	char	   *str = PG_GETARG_CSTRING(0);
-	size_t		len = strlen(str);
-	uint8	   *buf = palloc(len / 4 * 3 + 1);
 	size_t		n;
+	uint8	   *buf = AmqBase64Input(PG_GETARG_CSTRING(0), "amqaggstate", &n);
 	struct varlena *v;
 
-	if (!amq_base64_decode(str, len, buf, &n))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("invalid input syntax for type amqaggstate"),
-				 errdetail("The text form of an amqaggstate is its bytes in padded base64.")));
 	v = state_value_from_bytes(buf, n, ERRCODE_INVALID_TEXT_REPRESENTATION);
 	pfree(buf);
 	PG_RETURN_POINTER(v);
 }
 
-/* Text output: base64 of the state's bytes. */
-Datum
-amqaggstate_out(PG_FUNCTION_ARGS)
-{
-	struct varlena *v = PG_GETARG_VARLENA_PP(0);
-	size_t		len = VARSIZE_ANY_EXHDR(v);
-	char	   *out = palloc(amq_base64_encoded_len(len) + 1);
-	size_t		n = amq_base64_encode((const uint8 *) VARDATA_ANY(v), len, out);
-
-	out[n] = '\0';
-	PG_RETURN_CSTRING(out);
-}
-
-/* Binary input: the bytes, validated. */
+/* Binary input: the bytes, validated (output: amqfilter_send). */
 Datum
 amqaggstate_recv(PG_FUNCTION_ARGS)
 {
@@ -1255,16 +1233,4 @@ amqaggstate_recv(PG_FUNCTION_ARGS)
 							   ERRCODE_INVALID_BINARY_REPRESENTATION);
 	buf->cursor = buf->len;
 	PG_RETURN_POINTER(v);
-}
-
-/* Binary output: the state's bytes. */
-Datum
-amqaggstate_send(PG_FUNCTION_ARGS)
-{
-	struct varlena *v = PG_GETARG_VARLENA_PP(0);
-	StringInfoData buf;
-
-	pq_begintypsend(&buf);
-	pq_sendbytes(&buf, VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
-	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
 }

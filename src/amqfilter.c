@@ -28,27 +28,41 @@ PG_FUNCTION_INFO_V1(amqfilter_recv);
 PG_FUNCTION_INFO_V1(amqfilter_send);
 PG_FUNCTION_INFO_V1(amq_from_bytea);
 
+/*
+ * The bytes whose padded base64 is str, the text form of a value of type
+ * typname (amqfilter, amqaggstate), in *n; an ERROR if it is not base64.
+ */
+uint8 *
+AmqBase64Input(const char *str, const char *typname, size_t *n)
+{
+	size_t		len = strlen(str);
+	uint8	   *buf = palloc(len / 4 * 3 + 1);
+
+	if (!amq_base64_decode(str, len, buf, n))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type %s", typname),
+				 errdetail("The text form of an %s is its bytes in padded base64.", typname)));
+	return buf;
+}
+
 /* Text form: base64 of the serialized filter. */
 Datum
 amqfilter_in(PG_FUNCTION_ARGS)
 {
-	char	   *str = PG_GETARG_CSTRING(0);
-	size_t		len = strlen(str);
-	uint8	   *buf = palloc(len / 4 * 3 + 1);
 	size_t		n;
+	uint8	   *buf = AmqBase64Input(PG_GETARG_CSTRING(0), "amqfilter", &n);
 	struct varlena *v;
 
-	if (!amq_base64_decode(str, len, buf, &n))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("invalid input syntax for type amqfilter"),
-				 errdetail("The text form of an amqfilter is its bytes in padded base64.")));
 	v = AmqFilterFromBytes(buf, n, ERRCODE_INVALID_TEXT_REPRESENTATION);
 	pfree(buf);
 	PG_RETURN_POINTER(v);
 }
 
-/* Text output: base64 of the serialized filter. */
+/*
+ * Text output: base64 of the serialized filter.  Also amqaggstate's: a
+ * value's bytes, whatever they hold.
+ */
 Datum
 amqfilter_out(PG_FUNCTION_ARGS)
 {
@@ -75,7 +89,7 @@ amqfilter_recv(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(v);
 }
 
-/* Binary output: the bytes of the serialized filter. */
+/* Binary output: the bytes of the serialized filter (and of an amqaggstate). */
 Datum
 amqfilter_send(PG_FUNCTION_ARGS)
 {

@@ -31,6 +31,7 @@ extern struct varlena *AmqFilterAlloc(AmqFilter *f);
 extern Datum AmqFilterFinish(struct varlena *v, AmqFilter *f);
 pg_noreturn extern void AmqFilterParseError(AmqStatus st, const uint8 *bytes,
 											Size len, int errcode_malformed);
+extern uint8 *AmqBase64Input(const char *str, const char *typname, size_t *n);
 extern struct varlena *AmqFilterFromBytes(const uint8 *bytes, Size len,
 										  int errcode_malformed);
 extern struct varlena *AmqFilterCopyBytes(const uint8 *bytes, Size len);
