@@ -555,19 +555,15 @@ truncate_free_tail(Relation index)
 	UnlockRelation(index, AccessExclusiveLock);
 }
 
-/* The pages the free list holds (for VACUUM's statistics). */
+/* The pages the free list of a (locked) metapage holds. */
 static BlockNumber
-free_pages(Relation index)
+free_pages(Page metapage)
 {
-	Buffer		buf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
-	AmqIdxFreeSpace *fs;
+	AmqIdxFreeSpace *fs = AmqIdxPageGetFreeSpace(metapage);
 	BlockNumber n = 0;
 
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	fs = AmqIdxPageGetFreeSpace(BufferGetPage(buf));
 	for (uint32 i = 0; i < fs->nruns && i < AMQIDX_MAX_FREE_RUNS; i++)
 		n += fs->runs[i].npages;
-	UnlockReleaseBuffer(buf);
 	return n;
 }
 
@@ -588,16 +584,15 @@ vacuum_has_work(Relation index, uint32 last, MemoryContext cxt)
 	uint32		ndirpages;
 	BlockNumber *dirpages;
 	AmqIdxReader r;
-	bool		work = false;
+	bool		work;
 	MemoryContext rcxt = AllocSetContextCreate(cxt, "amq index vacuum check",
 											   ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(rcxt);
 
-	if (free_pages(index) > 0)
-		work = true;
 	buf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	meta = AmqIdxCheckMetaPage(index, BufferGetPage(buf));
+	work = free_pages(BufferGetPage(buf)) > 0;
 	nranges = Min(meta->nranges, last);
 	ndirpages = meta->ndirpages;
 	dirpages = palloc(sizeof(BlockNumber) * Max(ndirpages, 1));
@@ -708,7 +703,10 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 
 done:
 	stats->num_pages = RelationGetNumberOfBlocks(index);
-	stats->pages_free = free_pages(index);
+	buf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	stats->pages_free = free_pages(BufferGetPage(buf));
+	UnlockReleaseBuffer(buf);
 	stats->num_index_tuples = info->num_heap_tuples;
 	stats->estimated_count = info->estimated_count;
 	return stats;
