@@ -203,7 +203,8 @@ buffer_reserve(AmqAggState *s, Size more)
 		{
 			AmqFilter	probe;
 
-			AmqPlanOrError(&probe, s->kind, s->nhashes, s->fpr);
+			AmqPlanOrError(&probe, s->kind, s->nhashes, s->fpr,
+						   s->capacity == 0 ? AmqExactPlanFlags(s->kind) : 0);
 		}
 	}
 	newmax = Max(s->maxhashes * 2, INITIAL_HASHES);
@@ -737,7 +738,7 @@ agg_start(FunctionCallInfo fcinfo, MemoryContext aggcontext, bool expanded)
 
 		s->capacity = PG_GETARG_INT64(4);
 		AmqRequireCap(ops, AMQ_CAP_ADD, "building in fixed memory (a capacity)");
-		AmqPlanOrError(&f, s->kind, s->capacity, s->fpr);
+		AmqPlanOrError(&f, s->kind, s->capacity, s->fpr, 0);
 		if (parquet)
 			AmqPlanParquet(&f);
 		if (ops->caps & AMQ_CAP_UNION)

@@ -106,8 +106,8 @@ AmqFilterParseError(AmqStatus st, const uint8 *bytes, Size len,
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("unsupported amqfilter format version %d", bytes[4]),
-					 errdetail("This build of bloomamq reads format version %d.",
-							   AMQ_FORMAT_VERSION),
+					 errdetail("This build of bloomamq reads format versions %d to %d.",
+							   AMQ_FORMAT_VERSION, AMQ_FORMAT_VERSION_LATEST),
 					 errhint("Install a bloomamq release that knows the version.")));
 			break;
 		case AMQ_ERR_CHECKSUM:
@@ -283,9 +283,13 @@ AmqSizeString(double bytes)
 	return psprintf("%.0f %s", v, units[u]);
 }
 
-/* Plan an empty filter's geometry, or report why it cannot be made. */
+/*
+ * Plan an empty filter's geometry (with amq_plan_flags' flags), or report
+ * why it cannot be made.
+ */
 void
-AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr)
+AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr,
+			   uint32 flags)
 {
 	AmqStatus	st;
 	AmqFilter	small;
@@ -298,7 +302,7 @@ AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr)
 				 errmsg("capacity " INT64_FORMAT " is out of range", capacity),
 				 errdetail("The capacity (number of distinct keys) must be positive.")));
 
-	st = amq_plan(f, kind, (uint64) capacity, fpr);
+	st = amq_plan_flags(f, kind, (uint64) capacity, fpr, flags);
 	if (st == AMQ_ERR_TOO_LARGE)
 	{
 		AmqStatus	sst = AMQ_ERR_TOO_LARGE;
@@ -311,7 +315,7 @@ AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr)
 		 */
 		for (int shift = 10; shift < 63 && ((uint64) capacity >> shift) > 0; shift += 10)
 		{
-			sst = amq_plan(&small, kind, (uint64) capacity >> shift, fpr);
+			sst = amq_plan_flags(&small, kind, (uint64) capacity >> shift, fpr, flags);
 			if (sst == AMQ_OK)
 			{
 				need = ldexp((double) small.payload_len, shift);
@@ -320,7 +324,7 @@ AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr)
 		}
 		if (need < 0 && sst != AMQ_ERR_PARAM)
 		{
-			sst = amq_plan(&small, kind, 1, fpr);
+			sst = amq_plan_flags(&small, kind, 1, fpr, flags);
 			if (sst == AMQ_OK)
 				need = (double) small.payload_len * (double) capacity;
 		}
@@ -563,7 +567,9 @@ build_free(void *ctx, void *ptr)
  * Build a filter sized exactly for n distinct hashes (or for min_capacity
  * keys, if more), sorted ascending
  * (sorted order lets a dynamic kind touch its payload in order).  keyinfo
- * supplies the key family, hash scheme and key type.
+ * supplies the key family, hash scheme and key type.  Without a
+ * min_capacity the keys are all there will be (AmqExactPlanFlags); with
+ * one, the caller expects more.
  */
 Datum
 AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
@@ -577,7 +583,8 @@ AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
 
 	for (int attempt = 0;; attempt++)
 	{
-		AmqPlanOrError(&f, kind, capacity, fpr);
+		AmqPlanOrError(&f, kind, capacity, fpr,
+					   min_capacity == 0 ? AmqExactPlanFlags(kind) : 0);
 		if (keyinfo->hash_scheme == AMQ_HASH_PARQUET)
 			AmqPlanParquet(&f);
 		f.key_family = keyinfo->key_family;

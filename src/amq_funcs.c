@@ -111,7 +111,7 @@ amq_new(PG_FUNCTION_ARGS)
 	struct varlena *v;
 
 	AmqRequireCap(ops, AMQ_CAP_ADD, "adding keys after creation");
-	AmqPlanOrError(&f, ops->id, PG_GETARG_INT64(1), fpr);
+	AmqPlanOrError(&f, ops->id, PG_GETARG_INT64(1), fpr, 0);
 	if (parquet)
 		AmqPlanParquet(&f);
 	v = AmqFilterAlloc(&f);
@@ -293,7 +293,7 @@ amq_info(PG_FUNCTION_ARGS)
 	ops->stats(&f, &st);
 	initStringInfo(&s);
 	appendStringInfo(&s, "{\"kind\": \"%s\", \"format_version\": %d, \"bytes\": " UINT64_FORMAT ", \"payload_bytes\": " UINT64_FORMAT ", \"keys\": " UINT64_FORMAT ", \"keys_estimated\": %s",
-					 AmqFilterKindName(&f), AMQ_FORMAT_VERSION, bytes, f.payload_len,
+					 AmqFilterKindName(&f), amq_format_version(f.flags), bytes, f.payload_len,
 					 f.nkeys, (f.flags & AMQ_FLAG_NKEYS_ESTIMATED) ? "true" : "false");
 	append_num(&s, "bits_per_key", f.nkeys ? (double) bytes * 8.0 / f.nkeys : NAN);
 	if (st.k)

@@ -42,7 +42,18 @@ extern struct varlena *AmqFilterGetArg(FunctionCallInfo fcinfo, int argno,
 extern const AmqKindOps *AmqKindOpsByName(const char *name);
 extern const AmqKindOps *AmqKindOpsOf(const AmqFilter *f);
 extern const char *AmqFilterKindName(const AmqFilter *f);
-extern void AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr);
+extern void AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr,
+						   uint32 flags);
+
+/*
+ * The plan flags of a filter built from exactly the keys it will hold: a
+ * scalable one then gives its first stage most of the rate.
+ */
+static inline uint32
+AmqExactPlanFlags(int kind)
+{
+	return kind == AMQ_KIND_SCALABLE ? AMQ_FLAG_SCALABLE_SIZED : 0;
+}
 extern const char *AmqSizeString(double bytes);
 extern void AmqCheckFpr(double fpr);
 extern void AmqSetFamily(AmqFilter *f, const AmqKeyHasher *h);

@@ -1025,7 +1025,7 @@ AmqIdxNewSegment(uint32 capacity, double fpr, const AmqIdxHasher *h)
 	AmqFilter	f;
 	struct varlena *v;
 
-	AmqPlanOrError(&f, AMQ_KIND_BLOCKED, capacity, fpr);
+	AmqPlanOrError(&f, AMQ_KIND_BLOCKED, capacity, fpr, 0);
 	AmqIdxSetKeyInfo(&f, h);
 	v = AmqFilterAlloc(&f);
 	AmqFilterFinish(v, &f);

@@ -14,7 +14,8 @@
  *
  *	 off size field
  *	   0   4  magic "AMQF" (0x46514d41 read as little-endian uint32)
- *	   4   1  format version (AMQ_FORMAT_VERSION)
+ *	   4   1  format version: 1, or 2 when a flag of AMQ_FLAGS_V2 is set
+ *			  (amq_format_version); every other filter is written as 1
  *	   5   1  kind (AmqKindId)
  *	   6   1  hash scheme (AmqHashScheme)
  *	   7   1  key family (AmqKeyFamily)
@@ -42,7 +43,8 @@
 #include <string.h>
 
 #define AMQ_MAGIC			0x46514d41u	/* "AMQF" */
-#define AMQ_FORMAT_VERSION	1
+#define AMQ_FORMAT_VERSION	1	/* what every filter without a v2 flag is */
+#define AMQ_FORMAT_VERSION_LATEST	2	/* the newest this build reads */
 #define AMQ_HEADER_SIZE		80
 
 /* the header's fields: offsets in the serialized header */
@@ -136,7 +138,23 @@ typedef enum AmqKeyFamily
 
 /* nkeys is an estimate (after a union or intersection) */
 #define AMQ_FLAG_NKEYS_ESTIMATED	0x1u
-#define AMQ_FLAGS_KNOWN				0x1u
+/*
+ * Kind scalable only: stage 0 was sized for exactly the keys it was built
+ * from, and takes most of the target rate (kind_scalable.c).  Format
+ * version 2: a reader that predates it refuses the filter as a version it
+ * does not know, rather than misreading its layout.
+ */
+#define AMQ_FLAG_SCALABLE_SIZED		0x2u
+#define AMQ_FLAGS_KNOWN				0x3u
+/* the flags that make a filter format version 2 */
+#define AMQ_FLAGS_V2				AMQ_FLAG_SCALABLE_SIZED
+
+/* The format version a filter with these flags is written as. */
+static inline int
+amq_format_version(uint32_t flags)
+{
+	return (flags & AMQ_FLAGS_V2) ? 2 : AMQ_FORMAT_VERSION;
+}
 
 /* capabilities of a kind */
 #define AMQ_CAP_ADD			0x01u	/* keys can be added after creation */
@@ -266,6 +284,8 @@ extern const char *amq_kind_names(uint32_t caps);	/* "bloom, blocked" */
 /* core_format.c */
 extern AmqStatus amq_check_fpr(double fpr);
 extern AmqStatus amq_plan(AmqFilter *f, int kind, uint64_t capacity, double fpr);
+extern AmqStatus amq_plan_flags(AmqFilter *f, int kind, uint64_t capacity,
+								 double fpr, uint32_t flags);
 extern AmqStatus amq_parse(const uint8_t *buf, size_t len, AmqFilter *out);
 extern void amq_parse_trusted(const uint8_t *buf, size_t len, AmqFilter *out);
 extern void amq_write_header(const AmqFilter *f, uint8_t *buf);

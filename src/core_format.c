@@ -37,6 +37,18 @@ amq_check_fpr(double fpr)
 AmqStatus
 amq_plan(AmqFilter *f, int kind, uint64_t capacity, double fpr)
 {
+	return amq_plan_flags(f, kind, capacity, fpr, 0);
+}
+
+/*
+ * amq_plan with header flags that shape the geometry, which the kind's
+ * plan reads from f->flags: only AMQ_FLAG_SCALABLE_SIZED, for a scalable
+ * filter built from exactly "capacity" keys.
+ */
+AmqStatus
+amq_plan_flags(AmqFilter *f, int kind, uint64_t capacity, double fpr,
+			   uint32_t flags)
+{
 	const AmqKindOps *ops = amq_kind_ops(kind);
 	AmqStatus	st;
 
@@ -44,9 +56,13 @@ amq_plan(AmqFilter *f, int kind, uint64_t capacity, double fpr)
 		return AMQ_ERR_UNSUPPORTED;
 	if (amq_check_fpr(fpr) != AMQ_OK || capacity == 0)
 		return AMQ_ERR_PARAM;
+	if ((flags & ~AMQ_FLAG_SCALABLE_SIZED) != 0 ||
+		((flags & AMQ_FLAG_SCALABLE_SIZED) && kind != AMQ_KIND_SCALABLE))
+		return AMQ_ERR_PARAM;
 	memset(f, 0, sizeof(*f));
 	f->kind = (uint8_t) kind;
 	f->hash_scheme = AMQ_HASH_XXH3;
+	f->flags = flags;
 	f->fpr = fpr;
 	st = ops->plan(f, capacity, fpr);
 	if (st != AMQ_OK)
@@ -184,7 +200,8 @@ amq_parse(const uint8_t *buf, size_t len, AmqFilter *out)
 		return AMQ_ERR_CORRUPT;
 	if (amq_load32(buf + AMQ_OFF_MAGIC) != AMQ_MAGIC)
 		return AMQ_ERR_CORRUPT;
-	if (buf[AMQ_OFF_VERSION] != AMQ_FORMAT_VERSION)
+	if (buf[AMQ_OFF_VERSION] < AMQ_FORMAT_VERSION ||
+		buf[AMQ_OFF_VERSION] > AMQ_FORMAT_VERSION_LATEST)
 		return AMQ_ERR_VERSION;
 	if (len > AMQ_MAX_BYTES)
 		return AMQ_ERR_CORRUPT;
@@ -200,6 +217,13 @@ amq_parse(const uint8_t *buf, size_t len, AmqFilter *out)
 						   out->key_type, out->seed) != AMQ_OK)
 		return AMQ_ERR_CORRUPT;
 	if ((out->flags & ~AMQ_FLAGS_KNOWN) != 0)
+		return AMQ_ERR_CORRUPT;
+	/* a version is written from the flags alone, and the sized flag
+	 * belongs to one kind: anything else was not written by bloomamq */
+	if (buf[AMQ_OFF_VERSION] != amq_format_version(out->flags))
+		return AMQ_ERR_CORRUPT;
+	if ((out->flags & AMQ_FLAG_SCALABLE_SIZED) &&
+		out->kind != AMQ_KIND_SCALABLE)
 		return AMQ_ERR_CORRUPT;
 	if (amq_check_fpr(out->fpr) != AMQ_OK)
 		return AMQ_ERR_CORRUPT;
@@ -222,7 +246,7 @@ amq_write_header(const AmqFilter *f, uint8_t *buf)
 {
 	memset(buf, 0, AMQ_HEADER_SIZE);
 	amq_store32(buf + AMQ_OFF_MAGIC, AMQ_MAGIC);
-	buf[AMQ_OFF_VERSION] = AMQ_FORMAT_VERSION;
+	buf[AMQ_OFF_VERSION] = (uint8_t) amq_format_version(f->flags);
 	buf[AMQ_OFF_KIND] = f->kind;
 	buf[AMQ_OFF_SCHEME] = f->hash_scheme;
 	buf[AMQ_OFF_FAMILY] = f->key_family;

@@ -12,9 +12,20 @@
  * Stage i holds c0 * 2^i keys at false-positive rate p_i = fpr (1 - r) r^i
  * with the tightening ratio r = 0.85, so however many stages there are the
  * total rate 1 - prod(1 - p_i) stays below sum p_i = fpr (1 - r^n) < fpr.
+ *
+ * A filter built from a known set of keys (an aggregate, amq_build) has
+ * stage 0 sized for exactly those keys, and growing past them is the
+ * exception: flag AMQ_FLAG_SCALABLE_SIZED (format version 2) then gives
+ * stage 0 the share q = 0.95 of the rate and the later stages the rest,
+ * p_0 = q fpr and p_i = (1 - q) fpr (1 - r) r^(i-1) for i >= 1, whose sum
+ * is below fpr as well.  Stage 0 then costs what one blocked filter at
+ * 0.95 fpr does (10.65 bits per key at 1% against blocked's 10.53, where
+ * the unflagged schedule's 0.15% costs 15.6), and a first added stage
+ * about 27 bits per key of its capacity.
  * Each stage is a "blocked" filter (split block Bloom, kind_blocked.h) of
  * nblocks_i 32-byte blocks, sized by amq_blocked_ops.plan for (c0 2^i,
- * p_i), so the layout is a pure function of (c0, fpr, number of stages)
+ * p_i), so the layout is a pure function of (c0, fpr, number of stages,
+ * the sized flag)
  * and a probe of a stage reads one cache line.  Doubling the capacity
  * keeps the number of stages, hence the cost of an absent key, logarithmic
  * in the number of keys.  The price is space: stage i spends about
@@ -56,28 +67,39 @@
 #include "kind_blocked.h"
 
 #define SCALABLE_RATIO		0.85	/* tightening ratio r */
+#define SCALABLE_SIZED_SHARE 0.95	/* stage 0's share q of fpr, when sized */
 #define SCALABLE_MAX_STAGES	64
 #define SCALABLE_TRAILER	32		/* one block, to keep blocks aligned */
 #define BLOCK				AMQ_BLOCKED_BLOCK_BYTES
 
 /*
- * nblocks of stage i of a filter with stage-0 capacity c0 and target fpr;
- * 0 when that stage cannot be built (its capacity overflows or it exceeds
- * the largest blocked filter).  p_i is computed by repeated multiplication,
- * exact IEEE arithmetic rather than pow(), so that hosts agree on it; the
- * blocked model itself uses libm, so two hosts could still disagree on a
- * stage whose rate falls within rounding of a block-count boundary.
+ * nblocks of stage i of a filter with stage-0 capacity c0, target fpr and
+ * header flags; 0 when that stage cannot be built (its capacity overflows
+ * or it exceeds the largest blocked filter).  p_i is computed by repeated
+ * multiplication, exact IEEE arithmetic rather than pow(), so that hosts
+ * agree on it; the blocked model itself uses libm, so two hosts could
+ * still disagree on a stage whose rate falls within rounding of a
+ * block-count boundary.
  */
 static uint64_t
-scalable_stage_blocks(uint64_t c0, double fpr, uint32_t i)
+scalable_stage_blocks(uint64_t c0, double fpr, uint32_t flags, uint32_t i)
 {
 	AmqFilter	tmp;
-	double		p = fpr * (1.0 - SCALABLE_RATIO);
-	uint32_t	j;
+	double		p;
+	uint32_t	j = 0;
 
 	if (i >= SCALABLE_MAX_STAGES || c0 < 1 || c0 > (UINT64_MAX >> i))
 		return 0;
-	for (j = 0; j < i; j++)
+	if (!(flags & AMQ_FLAG_SCALABLE_SIZED))
+		p = fpr * (1.0 - SCALABLE_RATIO);
+	else if (i == 0)
+		p = fpr * SCALABLE_SIZED_SHARE;
+	else
+	{
+		p = fpr * (1.0 - SCALABLE_SIZED_SHARE) * (1.0 - SCALABLE_RATIO);
+		j = 1;
+	}
+	for (; j < i; j++)
 		p *= SCALABLE_RATIO;
 
 	memset(&tmp, 0, sizeof(tmp));
@@ -124,7 +146,7 @@ scalable_plan(AmqFilter *f, uint64_t capacity, double fpr)
 
 	if (!(fpr > 0.0 && fpr < 1.0))
 		return AMQ_ERR_PARAM;
-	nb = scalable_stage_blocks(c0, fpr, 0);
+	nb = scalable_stage_blocks(c0, fpr, f->flags, 0);
 	if (nb == 0 || nb > AMQ_MAX_PAYLOAD / BLOCK)
 		return AMQ_ERR_TOO_LARGE;
 
@@ -159,7 +181,7 @@ scalable_check(const AmqFilter *f)
 	 */
 	for (i = 0; i < nstages; i++)
 	{
-		uint64_t	nb = scalable_stage_blocks(c0, f->fpr, i);
+		uint64_t	nb = scalable_stage_blocks(c0, f->fpr, f->flags, i);
 		uint64_t	len;
 
 		if (nb == 0 || nb > (f->payload_len - total) / BLOCK)
@@ -247,7 +269,7 @@ scalable_contains(const AmqFilter *f, uint64_t hash)
 static AmqStatus
 scalable_grow_plan(const AmqFilter *f, uint64_t *new_len)
 {
-	uint64_t	nb = scalable_stage_blocks(f->param[0], f->fpr,
+	uint64_t	nb = scalable_stage_blocks(f->param[0], f->fpr, f->flags,
 										   (uint32_t) f->param[1]);
 
 	/* nb <= 2^32 blocks, so nothing below overflows */

@@ -85,9 +85,9 @@ key(uint64_t i)
  * Returns the serialized bytes; *len receives their length.
  */
 static uint8_t *
-make_filter(int kind, uint64_t capacity, double fpr, uint64_t nkeys,
-			int family, int scheme, uint32_t key_type, uint64_t seed,
-			size_t *len)
+make_filter(int kind, uint64_t capacity, double fpr, uint32_t flags,
+			uint64_t nkeys, int family, int scheme, uint32_t key_type,
+			uint64_t seed, size_t *len)
 {
 	const AmqKindOps *ops = amq_kind_ops(kind);
 	AmqFilter	f;
@@ -95,7 +95,7 @@ make_filter(int kind, uint64_t capacity, double fpr, uint64_t nkeys,
 	AmqStatus	st;
 
 	/* a rate the kind cannot reach (fingerprints past 32 bits): none */
-	if (amq_plan(&f, kind, capacity, fpr) != AMQ_OK)
+	if (amq_plan_flags(&f, kind, capacity, fpr, flags) != AMQ_OK)
 		return NULL;
 	f.key_family = (uint8_t) family;
 	f.hash_scheme = (uint8_t) scheme;
@@ -289,10 +289,13 @@ main(int argc, char **argv)
 					scheme = AMQ_HASH_PARQUET;
 					key_type = 8;
 				}
+				/* scalable's other layout: stage 0 sized for its keys (v2) */
 				buf = make_filter(kind, (ops->caps & AMQ_CAP_STATIC) ?
 								  (nkeys ? nkeys : 1) : sizes[s].capacity,
-								  sizes[s].fpr, nkeys, family, scheme,
-								  key_type, seed, &len);
+								  sizes[s].fpr,
+								  kind == AMQ_KIND_SCALABLE && variant == 1 ?
+								  AMQ_FLAG_SCALABLE_SIZED : 0,
+								  nkeys, family, scheme, key_type, seed, &len);
 				if (buf == NULL)
 					continue;
 

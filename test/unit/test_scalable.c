@@ -598,6 +598,128 @@ time_scalable(void)
 	free_filter(&f);
 }
 
+/*
+ * A filter planned with AMQ_FLAG_SCALABLE_SIZED (built from exactly its
+ * keys): stage 0 is the blocked plan at 0.95 fpr, later stages share the
+ * remaining 5% geometrically, the total stays within fpr as it grows, and
+ * the header is format version 2, which parse holds to the flag.
+ */
+static void
+test_scalable_sized(void)
+{
+	const uint64_t n = 1000000;
+	const uint64_t nneg = 2000000;
+	AmqFilter	f;
+	AmqFilter	b;
+	AmqFilter	g;
+	uint64_t	fp = 0;
+	uint64_t	i;
+	uint64_t	nb0;
+	uint64_t	nb1;
+	double		bpk;
+	double		measured;
+	uint8_t    *buf;
+	size_t		len;
+
+	check(amq_plan_flags(&f, AMQ_KIND_SCALABLE, n, 0.01,
+						 AMQ_FLAG_SCALABLE_SIZED) == AMQ_OK &&
+		  f.flags == AMQ_FLAG_SCALABLE_SIZED && f.param[0] == n,
+		  "scalable sized: plan with the flag", NULL);
+	f.payload = xcalloc(1, f.payload_len);
+	nb0 = f.payload_len / 32;
+	memset(&b, 0, sizeof(b));
+	b.kind = AMQ_KIND_BLOCKED;
+	b.fpr = 0.01 * 0.95;
+	amq_blocked_ops.plan(&b, n, b.fpr);
+	bpk = (double) f.payload_len * 8.0 / (double) n;
+	check(b.param[0] == nb0 && bpk <= 11.0,
+		  "scalable sized: stage 0 is the blocked plan at 0.95 fpr, at most 11 bits per key at 1%",
+		  "%llu blocks (blocked plans %llu), %.2f bits per key",
+		  (unsigned long long) nb0, (unsigned long long) b.param[0], bpk);
+
+	check(grow_range(&f, 0, n) == 0 && f.param[1] == 1 &&
+		  count_missing(OPS, &f, 0, n) == 0,
+		  "scalable sized: n keys fill stage 0 alone, none missing", NULL);
+	for (i = 0; i < nneg; i++)
+		fp += OPS->contains(&f, key_out(i));
+	measured = (double) fp / (double) nneg;
+	check(measured <= 0.01 && measured >= 0.0095 * 0.8,
+		  "scalable sized: one stage answers at about 0.95 fpr",
+		  "measured %.5f", measured);
+
+	/* grow to three stages: 7n keys; the rate stays within fpr */
+	check(grow_range(&f, n, 7 * n) == 0 && f.param[1] == 3 &&
+		  OPS->check(&f) == AMQ_OK && count_missing(OPS, &f, 0, 7 * n) == 0,
+		  "scalable sized: 7n keys grow it to 3 stages, check() passes, none missing",
+		  "%llu stages", (unsigned long long) f.param[1]);
+	b.fpr = 0.01 * 0.05 * 0.15;
+	amq_blocked_ops.plan(&b, 2 * n, b.fpr);
+	nb1 = b.param[0];
+	check(amq_load64(f.payload + nb0 * 32 + nb1 * 32) == nb1,
+		  "scalable sized: stage 1 is the blocked plan at (1 - 0.95) fpr (1 - 0.85)",
+		  NULL);
+	fp = 0;
+	for (i = 0; i < nneg; i++)
+		fp += OPS->contains(&f, key_out(i));
+	measured = (double) fp / (double) nneg;
+	check(measured <= 0.01,
+		  "scalable sized: three stages stay within the target rate",
+		  "measured %.5f", measured);
+
+	/* the same params without the flag are another layout */
+	g = f;
+	g.flags = 0;
+	check(OPS->check(&g) == AMQ_ERR_CORRUPT,
+		  "scalable sized: the layout does not pass check() without the flag", NULL);
+
+	/* format version 2 goes with the flag, and only on scalable */
+	len = AMQ_HEADER_SIZE + f.payload_len;
+	buf = xcalloc(1, len);
+	memcpy(buf + AMQ_HEADER_SIZE, f.payload, f.payload_len);
+	amq_write_header(&f, buf);
+	check(buf[AMQ_OFF_VERSION] == 2 && amq_parse(buf, len, &g) == AMQ_OK &&
+		  g.flags == AMQ_FLAG_SCALABLE_SIZED,
+		  "scalable sized: written as format version 2, and parsed back", NULL);
+	buf[AMQ_OFF_VERSION] = 1;
+	amq_store64(buf + AMQ_OFF_CHECKSUM,
+				amq_checksum(buf, buf + AMQ_HEADER_SIZE, f.payload_len));
+	check(amq_parse(buf, len, &g) == AMQ_ERR_CORRUPT,
+		  "scalable sized: version 1 with the flag is refused", NULL);
+	buf[AMQ_OFF_VERSION] = 3;
+	check(amq_parse(buf, len, &g) == AMQ_ERR_VERSION,
+		  "scalable sized: version 3 is an unknown version", NULL);
+	free(buf);
+	free_filter(&f);
+
+	check(make_filter(OPS, &f, 100, 0.01, 0) == AMQ_OK, "scalable: plan", NULL);
+	len = AMQ_HEADER_SIZE + f.payload_len;
+	buf = xcalloc(1, len);
+	amq_write_header(&f, buf);
+	check(buf[AMQ_OFF_VERSION] == 1, "scalable unsized: still written as version 1", NULL);
+	buf[AMQ_OFF_VERSION] = 2;
+	amq_store64(buf + AMQ_OFF_CHECKSUM,
+				amq_checksum(buf, buf + AMQ_HEADER_SIZE, f.payload_len));
+	check(amq_parse(buf, len, &g) == AMQ_ERR_CORRUPT,
+		  "scalable unsized: version 2 without the flag is refused", NULL);
+	free(buf);
+	free_filter(&f);
+
+	check(amq_plan_flags(&f, AMQ_KIND_BLOCKED, 100, 0.01,
+						 AMQ_FLAG_SCALABLE_SIZED) == AMQ_ERR_PARAM &&
+		  amq_plan_flags(&f, AMQ_KIND_SCALABLE, 100, 0.01,
+						 AMQ_FLAG_NKEYS_ESTIMATED) == AMQ_ERR_PARAM,
+		  "amq_plan_flags: the sized flag only for scalable, no other flag", NULL);
+	make_filter(&amq_blocked_ops, &f, 100, 0.01, 0);
+	f.flags = AMQ_FLAG_SCALABLE_SIZED;
+	len = AMQ_HEADER_SIZE + f.payload_len;
+	buf = xcalloc(1, len);
+	amq_write_header(&f, buf);
+	check(amq_parse(buf, len, &g) == AMQ_ERR_CORRUPT,
+		  "blocked with the scalable flag is refused", NULL);
+	free(buf);
+	free_filter(&f);
+}
+
 void
 test_scalable(void)
 {
@@ -607,6 +729,7 @@ test_scalable(void)
 	test_scalable_accuracy(0.01, 1000000, UINT64_C(0x0123456789abcdef));
 	test_scalable_growth();
 	test_scalable_layout();
+	test_scalable_sized();
 	test_scalable_check();
 	test_scalable_hostile();
 	test_scalable_plan_edges();
