@@ -36,15 +36,17 @@
  * stalled peel retries with the next seed, up to XOR_MAX_ATTEMPTS; each
  * attempt succeeds with probability near 1 for large n and above 1/2 for
  * small, so running out means the keys were not distinct.  Scratch is
- * about 24 bytes per key, from the caller's allocator.
+ * about 29 bytes per key, from the caller's allocator: 12 per slot, the
+ * peeling stack, and each peeled key's hash and slot in peeling order.
  *
  * Out of cache every slot touched is a cache miss, so the build keeps a
  * slot's count and hash xor in one entry (AmqFpSlot).  Counting, whose
  * result does not depend on the order of the keys, goes through buckets by
  * slot range so that each range of the scratch is updated while in cache
- * (xor_count_partitioned).  Assigning prefetches the payload slots of a
- * key some keys ahead (keys are independent there, so their misses
- * overlap), and peeling the slots further down the stack.  What bounds the
+ * (xor_count_partitioned).  Assigning reads the keys in sequence, as
+ * peeling recorded them, and prefetches the payload slots of a key some
+ * keys ahead (keys are independent there, so their misses overlap);
+ * peeling prefetches the slots further down the stack.  What bounds the
  * build is peeling: its order (which fixes the payload) is a depth-first
  * walk in which most keys come from the slot the previous key just left
  * alone, known only once that slot's line has arrived, so one memory
@@ -311,9 +313,11 @@ xor_count_partitioned(AmqFpSlot *sl, const uint64_t *hashes, size_t n,
 
 /*
  * Scratch per slot: an AmqFpSlot (kind_fingerprint.h), alone the stack of
- * slots holding one key; per key, order (the peel order).  alone and order
- * are one allocation, which the partitioned count uses first as its
- * buckets.
+ * slots holding one key; per key, in peeling order, its hash (peeled_h)
+ * and which of its slots it was peeled from (peeled_j), so that assigning
+ * reads them in sequence rather than from the AmqFpSlot of a random slot.
+ * peeled_h, alone and peeled_j are one allocation, which the partitioned
+ * count uses first as its buckets.
  */
 static AmqStatus
 xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
@@ -326,8 +330,11 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 	const uint64_t orig_seed = f->seed;
 	const bool	partitioned = nslots >= XOR_PARTITION_MIN;
 	AmqFpSlot  *sl = NULL;
-	uint32_t   *alone = NULL;
-	uint32_t   *order;
+	uint64_t   *work = NULL;
+	size_t		nwork;
+	uint64_t   *peeled_h;
+	uint32_t   *alone;
+	uint8_t    *peeled_j;
 	size_t	   *pos = NULL;
 	AmqStatus	result = AMQ_ERR_BUILD_FAILED;
 	int			attempt;
@@ -346,18 +353,23 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 
 	if (alloc == NULL || alloc->alloc == NULL)
 		return AMQ_ERR_NOMEM;
-	/* n <= nslots, so the sum cannot overflow; rounded to whole uint64s */
+	/*
+	 * work: peeled_h (8 bytes a key), alone (4 a slot), peeled_j (1 a key),
+	 * in whole uint64s; n <= nslots < 2^32, so the sum cannot overflow.
+	 */
+	nwork = (size_t) n + ((size_t) nslots * 4 + (size_t) n + 7) / 8;
 	sl = amq_fp_alloc(alloc, nslots, sizeof(AmqFpSlot));
-	alone = sl ? amq_fp_alloc(alloc, (nslots + n + 1) / 2 * 2,
-							  sizeof(uint32_t)) : NULL;
-	if (partitioned && alone != NULL)
+	work = sl ? amq_fp_alloc(alloc, nwork, sizeof(uint64_t)) : NULL;
+	if (partitioned && work != NULL)
 		pos = amq_fp_alloc(alloc, 3 * XOR_MAX_BLOCK_BUCKETS + 1, sizeof(size_t));
-	if (alone == NULL || (partitioned && pos == NULL))
+	if (work == NULL || (partitioned && pos == NULL))
 	{
 		result = AMQ_ERR_NOMEM;
 		goto done;
 	}
-	order = alone + nslots;
+	peeled_h = work;
+	alone = (uint32_t *) (work + n);
+	peeled_j = (uint8_t *) (alone + nslots);
 
 	for (attempt = 0; attempt < XOR_MAX_ATTEMPTS; attempt++)
 	{
@@ -369,8 +381,7 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		/* count the keys of every slot */
 		if (partitioned)
 			xor_count_partitioned(sl, hashes, n, seed, blocklen,
-								  (uint64_t *) alone, (nslots + n + 1) / 2,
-								  pos);
+								  work, nwork, pos);
 		else
 			xor_count_direct(sl, hashes, n, seed, blocklen);
 
@@ -399,7 +410,8 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 				continue;		/* its key was peeled from another slot */
 			h = sl[slot].xh;
 			xor_slots(h, blocklen, p);
-			order[npeeled++] = slot;
+			peeled_h[npeeled] = h;
+			peeled_j[npeeled++] = (uint8_t) (c & 3);
 			sl[slot].cnt = 0;
 			amq_fp_slot_unpeel_others(sl, alone, &top, p, c & 3, h);
 		}
@@ -408,27 +420,23 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		{
 			/*
 			 * Assign in reverse peeling order.  The keys' payload slots are
-			 * independent misses too (the payload is larger than the cache
-			 * from a million keys up): fetch the entry of the key after
-			 * next and the payload slots of the next one.
+			 * independent misses (the payload is larger than the cache from
+			 * a million keys up): fetch those of the key some keys ahead.
 			 */
 			for (i = n; i-- > 0;)
 			{
-				uint32_t	slot = order[i];
-				uint64_t	h = sl[slot].xh;
+				uint64_t	h = peeled_h[i];
 				uint64_t	p[3];
 
-				if (i >= 2 * XOR_ASSIGN_AHEAD)
-					__builtin_prefetch(&sl[order[i - 2 * XOR_ASSIGN_AHEAD]], 0, 0);
 				if (i >= XOR_ASSIGN_AHEAD)
 				{
-					xor_slots(sl[order[i - XOR_ASSIGN_AHEAD]].xh, blocklen, p);
+					xor_slots(peeled_h[i - XOR_ASSIGN_AHEAD], blocklen, p);
 					__builtin_prefetch(f->payload + p[0] * (w / 8), 1, 0);
 					__builtin_prefetch(f->payload + p[1] * (w / 8), 1, 0);
 					__builtin_prefetch(f->payload + p[2] * (w / 8), 1, 0);
 				}
 				xor_slots(h, blocklen, p);
-				amq_fp_assign(f->payload, slot, w, fpmask, p, h);
+				amq_fp_assign(f->payload, p[peeled_j[i]], w, fpmask, p, h);
 			}
 			f->seed = seed;
 			result = AMQ_OK;
@@ -442,7 +450,7 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 
 done:
 	amq_fp_free(alloc, pos);
-	amq_fp_free(alloc, alone);
+	amq_fp_free(alloc, work);
 	amq_fp_free(alloc, sl);
 	return result;
 }
