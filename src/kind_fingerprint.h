@@ -210,27 +210,34 @@ amq_fp_count_key(uint32_t *cnt, uint64_t *xh, const uint64_t *p, uint64_t h)
 
 /*
  * Remove key h, peeled from its slot p[j], from its other two slots, and
- * push those left with one key onto the stack alone[].  The branches are
- * deliberate: a branch-free push makes the next pop wait for this slot's
+ * push those left with one key onto the stack alone[], in the order of
+ * their k.  The other two, ka < kb, are picked without a branch: which
+ * slot a key was peeled from is random, and a branch on it mispredicted
+ * often enough to cost 10% of fuse's peeling.  The pushes are branches on
+ * purpose: a branch-free push makes the next pop wait for this slot's
  * count to load, which measured 40% slower.
  */
+static inline void
+amq_fp_unpeel_one(uint32_t *cnt, uint64_t *xh, uint32_t *alone, size_t *top,
+				  uint64_t q, uint32_t k, uint64_t h)
+{
+	uint32_t	c = (cnt[q] - 4) ^ k;
+
+	cnt[q] = c;
+	xh[q] ^= h;
+	if ((c >> 2) == 1)
+		alone[(*top)++] = (uint32_t) q;
+}
+
 static inline void
 amq_fp_unpeel_others(uint32_t *cnt, uint64_t *xh, uint32_t *alone,
 					 size_t *top, const uint64_t *p, uint32_t j, uint64_t h)
 {
-	uint32_t	k;
+	uint32_t	ka = (j == 0);
+	uint32_t	kb = 2 - (j == 2);
 
-	for (k = 0; k < 3; k++)
-	{
-		uint64_t	q = p[k];
-
-		if (k == j)
-			continue;
-		cnt[q] = (cnt[q] - 4) ^ k;
-		xh[q] ^= h;
-		if ((cnt[q] >> 2) == 1)
-			alone[(*top)++] = (uint32_t) q;
-	}
+	amq_fp_unpeel_one(cnt, xh, alone, top, p[ka], ka, h);
+	amq_fp_unpeel_one(cnt, xh, alone, top, p[kb], kb, h);
 }
 
 /* the same scratch, one entry per slot (xor) */
@@ -261,22 +268,26 @@ amq_fp_slot_prefetch(AmqFpSlot *sl, const uint64_t *p)
 }
 
 static inline void
+amq_fp_slot_unpeel_one(AmqFpSlot *sl, uint32_t *alone, size_t *top,
+					   uint64_t q, uint32_t k, uint64_t h)
+{
+	uint32_t	c = (sl[q].cnt - 4) ^ k;
+
+	sl[q].cnt = c;
+	sl[q].xh ^= h;
+	if ((c >> 2) == 1)
+		alone[(*top)++] = (uint32_t) q;
+}
+
+static inline void
 amq_fp_slot_unpeel_others(AmqFpSlot *sl, uint32_t *alone, size_t *top,
 						  const uint64_t *p, uint32_t j, uint64_t h)
 {
-	uint32_t	k;
+	uint32_t	ka = (j == 0);
+	uint32_t	kb = 2 - (j == 2);
 
-	for (k = 0; k < 3; k++)
-	{
-		uint64_t	q = p[k];
-
-		if (k == j)
-			continue;
-		sl[q].cnt = (sl[q].cnt - 4) ^ k;
-		sl[q].xh ^= h;
-		if ((sl[q].cnt >> 2) == 1)
-			alone[(*top)++] = (uint32_t) q;
-	}
+	amq_fp_slot_unpeel_one(sl, alone, top, p[ka], ka, h);
+	amq_fp_slot_unpeel_one(sl, alone, top, p[kb], kb, h);
 }
 
 /*

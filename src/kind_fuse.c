@@ -83,6 +83,11 @@ fuse_slots(uint64_t h, uint64_t seglen, uint64_t span, uint64_t *p)
 #define FUSE_AHEAD			8
 #define FUSE_STACK_AHEAD	4
 
+/* slots zeroed at a time ahead of the counting */
+#ifndef FUSE_ZERO_CHUNK
+#define FUSE_ZERO_CHUNK		2048
+#endif
+
 /* fetch the peeling scratch of slots p, for writing */
 static inline void
 fuse_prefetch_slots(uint32_t *cnt, uint64_t *xh, const uint64_t *p)
@@ -278,6 +283,7 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		uint32_t	sum = 0;
 		size_t		top = 0;
 		size_t		npeeled = 0;
+		uint64_t	zhi;
 		uint64_t	s;
 
 		/* bucket the hashes by their top bits, i.e. by segment */
@@ -298,9 +304,14 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			keys[bucket[h >> shift]++] = h;
 		}
 
-		/* count the keys of every slot */
-		memset(cnt, 0, nslots * sizeof(uint32_t));
-		memset(xh, 0, nslots * sizeof(uint64_t));
+		/*
+		 * Count the keys of every slot.  The scratch is zeroed a chunk at a
+		 * time just ahead of the highest slot counted so far, p[2] being a
+		 * key's highest: the keys come segment by segment, so the chunk is
+		 * still in cache when they reach it, where a memset of the whole
+		 * scratch first would have left only its end there.
+		 */
+		zhi = 0;
 		for (i = 0; i < n; i++)
 		{
 			uint64_t	h = keys[i];
@@ -312,8 +323,20 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 				fuse_prefetch_slots(cnt, xh, p);
 			}
 			fuse_slots(h, seglen, span, p);
+			if (p[2] >= zhi)
+			{
+				uint64_t	to = p[2] + 1 + FUSE_ZERO_CHUNK;
+
+				if (to > nslots)
+					to = nslots;
+				memset(cnt + zhi, 0, (size_t) (to - zhi) * sizeof(uint32_t));
+				memset(xh + zhi, 0, (size_t) (to - zhi) * sizeof(uint64_t));
+				zhi = to;
+			}
 			amq_fp_count_key(cnt, xh, p, h);
 		}
+		memset(cnt + zhi, 0, (size_t) (nslots - zhi) * sizeof(uint32_t));
+		memset(xh + zhi, 0, (size_t) (nslots - zhi) * sizeof(uint64_t));
 
 		/*
 		 * Peel.  A slot is pushed when it first holds exactly one key, which
