@@ -204,7 +204,7 @@ buffer_reserve(AmqAggState *s, Size more)
 			AmqFilter	probe;
 
 			AmqPlanOrError(&probe, s->kind, s->nhashes, s->fpr,
-						   s->capacity == 0 ? AmqExactPlanFlags(s->kind) : 0);
+						   AmqBuildPlanFlags(s->kind, s->capacity));
 		}
 	}
 	newmax = Max(s->maxhashes * 2, INITIAL_HASHES);

@@ -568,7 +568,7 @@ build_free(void *ctx, void *ptr)
  * keys, if more), sorted ascending
  * (sorted order lets a dynamic kind touch its payload in order).  keyinfo
  * supplies the key family, hash scheme and key type.  Without a
- * min_capacity the keys are all there will be (AmqExactPlanFlags); with
+ * min_capacity the keys are all there will be (AmqBuildPlanFlags); with
  * one, the caller expects more.
  */
 Datum
@@ -584,7 +584,7 @@ AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
 	for (int attempt = 0;; attempt++)
 	{
 		AmqPlanOrError(&f, kind, capacity, fpr,
-					   min_capacity == 0 ? AmqExactPlanFlags(kind) : 0);
+					   AmqBuildPlanFlags(kind, (int64) min_capacity));
 		if (keyinfo->hash_scheme == AMQ_HASH_PARQUET)
 			AmqPlanParquet(&f);
 		f.key_family = keyinfo->key_family;

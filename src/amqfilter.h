@@ -46,13 +46,15 @@ extern void AmqPlanOrError(AmqFilter *f, int kind, int64 capacity, double fpr,
 						   uint32 flags);
 
 /*
- * The plan flags of a filter built from exactly the keys it will hold: a
- * scalable one then gives its first stage most of the rate.
+ * The plan flags of a filter built from a set of keys, with the capacity
+ * the caller asked for (0: none).  Without one, the keys are all there
+ * will be, and a scalable filter gives its first stage most of the rate.
  */
 static inline uint32
-AmqExactPlanFlags(int kind)
+AmqBuildPlanFlags(int kind, int64 capacity)
 {
-	return kind == AMQ_KIND_SCALABLE ? AMQ_FLAG_SCALABLE_SIZED : 0;
+	return capacity == 0 && kind == AMQ_KIND_SCALABLE ?
+		AMQ_FLAG_SCALABLE_SIZED : 0;
 }
 extern const char *AmqSizeString(double bytes);
 extern void AmqCheckFpr(double fpr);

@@ -30,6 +30,13 @@ amq_check_fpr(double fpr)
 	return AMQ_OK;
 }
 
+/* The sized flag belongs to scalable filters only. */
+static inline bool
+amq_flags_fit_kind(uint32_t flags, int kind)
+{
+	return !(flags & AMQ_FLAG_SCALABLE_SIZED) || kind == AMQ_KIND_SCALABLE;
+}
+
 /*
  * Fill the geometry of a new, empty filter of the given kind.  The caller
  * allocates AMQ_HEADER_SIZE + f->payload_len zeroed bytes afterwards.
@@ -57,7 +64,7 @@ amq_plan_flags(AmqFilter *f, int kind, uint64_t capacity, double fpr,
 	if (amq_check_fpr(fpr) != AMQ_OK || capacity == 0)
 		return AMQ_ERR_PARAM;
 	if ((flags & ~AMQ_FLAG_SCALABLE_SIZED) != 0 ||
-		((flags & AMQ_FLAG_SCALABLE_SIZED) && kind != AMQ_KIND_SCALABLE))
+		!amq_flags_fit_kind(flags, kind))
 		return AMQ_ERR_PARAM;
 	memset(f, 0, sizeof(*f));
 	f->kind = (uint8_t) kind;
@@ -218,12 +225,12 @@ amq_parse(const uint8_t *buf, size_t len, AmqFilter *out)
 		return AMQ_ERR_CORRUPT;
 	if ((out->flags & ~AMQ_FLAGS_KNOWN) != 0)
 		return AMQ_ERR_CORRUPT;
-	/* a version is written from the flags alone, and the sized flag
-	 * belongs to one kind: anything else was not written by bloomamq */
-	if (buf[AMQ_OFF_VERSION] != amq_format_version(out->flags))
-		return AMQ_ERR_CORRUPT;
-	if ((out->flags & AMQ_FLAG_SCALABLE_SIZED) &&
-		out->kind != AMQ_KIND_SCALABLE)
+	/*
+	 * The version is written from the flags alone, and the sized flag
+	 * belongs to one kind: anything else was not written by bloomamq.
+	 */
+	if (buf[AMQ_OFF_VERSION] != amq_format_version(out->flags) ||
+		!amq_flags_fit_kind(out->flags, out->kind))
 		return AMQ_ERR_CORRUPT;
 	if (amq_check_fpr(out->fpr) != AMQ_OK)
 		return AMQ_ERR_CORRUPT;

@@ -22,11 +22,11 @@
  * 0.95 fpr does (10.65 bits per key at 1% against blocked's 10.53, where
  * the unflagged schedule's 0.15% costs 15.6), and a first added stage
  * about 27 bits per key of its capacity.
+ *
  * Each stage is a "blocked" filter (split block Bloom, kind_blocked.h) of
  * nblocks_i 32-byte blocks, sized by amq_blocked_ops.plan for (c0 2^i,
- * p_i), so the layout is a pure function of (c0, fpr, number of stages,
- * the sized flag)
- * and a probe of a stage reads one cache line.  Doubling the capacity
+ * p_i), so the layout is a pure function of (c0, fpr, the sized flag, the
+ * number of stages) and a probe of a stage reads one cache line.  Doubling the capacity
  * keeps the number of stages, hence the cost of an absent key, logarithmic
  * in the number of keys.  The price is space: stage i spends about
  * 3.9 + 0.34 i bits per key more than one filter at fpr would (the factors
