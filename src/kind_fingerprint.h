@@ -247,15 +247,20 @@ typedef struct __attribute__((packed)) AmqFpSlot
 	uint32_t	cnt;
 } AmqFpSlot;
 
+/* count key h in slot q, its k-th (xor's counting by buckets does one) */
+static inline void
+amq_fp_slot_count_one(AmqFpSlot *sl, uint64_t q, uint32_t k, uint64_t h)
+{
+	sl[q].cnt = (sl[q].cnt + 4) ^ k;
+	sl[q].xh ^= h;
+}
+
 static inline void
 amq_fp_slot_count_key(AmqFpSlot *sl, const uint64_t *p, uint64_t h)
 {
-	sl[p[0]].cnt += 4;
-	sl[p[1]].cnt = (sl[p[1]].cnt + 4) ^ 1;
-	sl[p[2]].cnt = (sl[p[2]].cnt + 4) ^ 2;
-	sl[p[0]].xh ^= h;
-	sl[p[1]].xh ^= h;
-	sl[p[2]].xh ^= h;
+	amq_fp_slot_count_one(sl, p[0], 0, h);
+	amq_fp_slot_count_one(sl, p[1], 1, h);
+	amq_fp_slot_count_one(sl, p[2], 2, h);
 }
 
 /* prefetch, for writing, the entries of slots p */

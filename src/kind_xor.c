@@ -69,13 +69,22 @@ xor_rotl(uint64_t h, int r)
 	return (h << r) | (h >> (64 - r));
 }
 
+/* slot b (0, 1 or 2) of h: in block b, from h rotated by 21 b bits */
+static inline uint64_t
+xor_slot(uint64_t h, int b, uint64_t blocklen)
+{
+	uint64_t	x = (b == 0) ? h : xor_rotl(h, 21 * b);
+
+	return (uint64_t) b * blocklen + amq_reduce(x, blocklen);
+}
+
 /* the three slots of h, one per block */
 static inline void
 xor_slots(uint64_t h, uint64_t blocklen, uint64_t *p)
 {
-	p[0] = amq_reduce(h, blocklen);
-	p[1] = blocklen + amq_reduce(xor_rotl(h, 21), blocklen);
-	p[2] = 2 * blocklen + amq_reduce(xor_rotl(h, 42), blocklen);
+	p[0] = xor_slot(h, 0, blocklen);
+	p[1] = xor_slot(h, 1, blocklen);
+	p[2] = xor_slot(h, 2, blocklen);
 }
 
 /* The block length and fingerprint bits for capacity keys at fpr. */
@@ -156,13 +165,11 @@ xor_contains(const AmqFilter *f, uint64_t hash)
 #define XOR_MAX_BLOCK_BUCKETS 1024
 #define XOR_PARTITION_MIN	(UINT64_C(1) << 19)
 
-/* slot b (0, 1 or 2) of h, as xor_slots gives it */
-static inline uint64_t
-xor_slot(uint64_t h, int b, uint64_t blocklen)
+/* the counting bucket of slot p[b], nbb buckets per block */
+static inline size_t
+xor_bucket(const uint64_t *p, int b, uint64_t blocklen, int shift, size_t nbb)
 {
-	uint64_t	x = (b == 0) ? h : xor_rotl(h, 21 * b);
-
-	return (uint64_t) b * blocklen + amq_reduce(x, blocklen);
+	return (size_t) b * nbb + (size_t) ((p[b] - (uint64_t) b * blocklen) >> shift);
 }
 
 /* the slots [*lo, *hi) of counting bucket k, nbb buckets per block */
@@ -250,9 +257,9 @@ xor_count_partitioned(AmqFpSlot *sl, const uint64_t *hashes, size_t n,
 			uint64_t	p[3];
 
 			xor_slots(h, blocklen, p);
-			pos[p[0] >> shift]++;
-			pos[nbb + ((p[1] - blocklen) >> shift)]++;
-			pos[2 * nbb + ((p[2] - 2 * blocklen) >> shift)]++;
+			pos[xor_bucket(p, 0, blocklen, shift, nbb)]++;
+			pos[xor_bucket(p, 1, blocklen, shift, nbb)]++;
+			pos[xor_bucket(p, 2, blocklen, shift, nbb)]++;
 		}
 		for (k = 0; k < nbuckets; k++)
 		{
@@ -267,9 +274,9 @@ xor_count_partitioned(AmqFpSlot *sl, const uint64_t *hashes, size_t n,
 			uint64_t	p[3];
 
 			xor_slots(h, blocklen, p);
-			buf[pos[p[0] >> shift]++] = h;
-			buf[pos[nbb + ((p[1] - blocklen) >> shift)]++] = h;
-			buf[pos[2 * nbb + ((p[2] - 2 * blocklen) >> shift)]++] = h;
+			buf[pos[xor_bucket(p, 0, blocklen, shift, nbb)]++] = h;
+			buf[pos[xor_bucket(p, 1, blocklen, shift, nbb)]++] = h;
+			buf[pos[xor_bucket(p, 2, blocklen, shift, nbb)]++] = h;
 		}
 
 		/* bucket k now ends at pos[k], where bucket k + 1 starts */
@@ -304,8 +311,7 @@ xor_count_partitioned(AmqFpSlot *sl, const uint64_t *hashes, size_t n,
 					__builtin_prefetch(pf, 1, 0);
 					pf += 64;
 				}
-				sl[s].cnt = (sl[s].cnt + 4) ^ (uint32_t) b;
-				sl[s].xh ^= h;
+				amq_fp_slot_count_one(sl, s, (uint32_t) b, h);
 			}
 		}
 	}
