@@ -564,16 +564,30 @@ build_free(void *ctx, void *ptr)
 }
 
 /*
- * Build a filter sized exactly for n distinct hashes (or for min_capacity
- * keys, if more), sorted ascending
- * (sorted order lets a dynamic kind touch its payload in order).  keyinfo
- * supplies the key family, hash scheme and key type.  Without a
- * min_capacity the keys are all there will be (AmqBuildPlanFlags); with
- * one, the caller expects more.
+ * Can AmqBuildFromRuns build this kind?  Only where the build is an OR of
+ * each key's bits (the blocked fill), so that a key held by two runs, or
+ * the runs' order, changes no byte.
  */
-Datum
-AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
-				   uint64 *hashes, Size n, uint64 min_capacity)
+bool
+AmqBuildTakesRuns(int kind)
+{
+	return kind == AMQ_KIND_BLOCKED;
+}
+
+/*
+ * Build a filter sized exactly for n distinct hashes (or for min_capacity
+ * keys, if more), given as nruns runs, each sorted ascending (sorted order
+ * lets a dynamic kind touch its payload in order).  One run holds the n
+ * distinct hashes; more runs, each of distinct hashes but sharing some, n
+ * distinct in all, only for AmqBuildTakesRuns kinds.  keyinfo supplies the
+ * key family, hash scheme and key type.  Without a min_capacity the keys
+ * are all there will be (AmqBuildPlanFlags); with one, the caller expects
+ * more.
+ */
+static Datum
+build_from_runs(int kind, double fpr, const AmqFilter *keyinfo,
+				const uint64 *const *runs, const Size *lens, int nruns,
+				Size n, uint64 min_capacity)
 {
 	AmqFilter	f;
 	const AmqKindOps *ops = amq_kind_ops(kind);
@@ -597,17 +611,22 @@ AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
 			bool		huge = (kind != AMQ_KIND_RIBBON);
 			AmqAllocator alloc = {build_alloc, build_free, &huge};
 
-			st = ops->build(&f, hashes, n, &alloc);
+			Assert(nruns == 1);
+			st = ops->build(&f, runs[0], n, &alloc);
 		}
 		else if (kind == AMQ_KIND_BLOCKED && f.seed == 0)
 		{
 			/* sorted hashes fill the blocks in order, a block at a time */
-			amq_blocked_fill(f.payload, f.param[0], hashes, n);
+			for (int r = 0; r < nruns; r++)
+				amq_blocked_fill(f.payload, f.param[0], runs[r], lens[r]);
 		}
 		else
 		{
+			if (nruns != 1)
+				elog(ERROR, "cannot build an amqfilter of kind %s from %d runs",
+					 ops->name, nruns);
 			for (Size i = 0; i < n && st == AMQ_OK; i++)
-				st = ops->add(&f, hashes[i]);
+				st = ops->add(&f, runs[0][i]);
 		}
 
 		/*
@@ -639,4 +658,29 @@ AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
 			 ops->name, amq_status_message(st));
 	f.nkeys = n;
 	return AmqFilterFinish(v, &f);
+}
+
+/*
+ * Build a filter sized exactly for n distinct hashes, sorted ascending (see
+ * build_from_runs).
+ */
+Datum
+AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
+				   const uint64 *hashes, Size n, uint64 min_capacity)
+{
+	return build_from_runs(kind, fpr, keyinfo, &hashes, &n, 1, n, min_capacity);
+}
+
+/*
+ * Build from nruns runs, each sorted ascending and distinct, n distinct
+ * hashes in all, without merging them: an AmqBuildTakesRuns kind only.
+ */
+Datum
+AmqBuildFromRuns(int kind, double fpr, const AmqFilter *keyinfo,
+				 const uint64 *const *runs, const Size *lens, int nruns,
+				 Size n, uint64 min_capacity)
+{
+	if (!AmqBuildTakesRuns(kind))
+		elog(ERROR, "cannot build an amqfilter of kind %d from runs", kind);
+	return build_from_runs(kind, fpr, keyinfo, runs, lens, nruns, n, min_capacity);
 }

@@ -66,7 +66,11 @@ extern void AmqAddHash(struct varlena **v, AmqFilter *f,
 					   const AmqKindOps *ops, uint64 hash);
 extern void AmqRemoveHash(AmqFilter *f, const AmqKindOps *ops, uint64 hash);
 extern Datum AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
-								uint64 *hashes, Size n, uint64 min_capacity);
+								const uint64 *hashes, Size n, uint64 min_capacity);
+extern bool AmqBuildTakesRuns(int kind);
+extern Datum AmqBuildFromRuns(int kind, double fpr, const AmqFilter *keyinfo,
+							  const uint64 *const *runs, const Size *lens,
+							  int nruns, Size n, uint64 min_capacity);
 extern void AmqMergeOrError(AmqFilter *f, const AmqFilter *g, AmqMergeOp op);
 extern void AmqRequireCap(const AmqKindOps *ops, uint32 cap, const char *what);
 
