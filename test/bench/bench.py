@@ -79,8 +79,15 @@ errors = []
 
 
 def backend_cpu(c):
-    """CPU seconds (user + system) the session's backend has used so far."""
+    """CPU seconds the session's backend has used so far: the scheduler's
+    nanoseconds on a CPU (/proc/PID/schedstat), else user + system time in
+    clock ticks (10 ms, 3% of a 0.3 s query)."""
     pid = c.get_backend_pid()
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
