@@ -52,17 +52,18 @@
  * a window of w slots that slides forward, so the band stays in cache and
  * is zeroed lazily just ahead of the window.  A row that cancels to zero
  * means the system has no solution for this seed: the attempt fails and
- * the next seed is tried.  (Two keys walk at once, with the same result
- * as one after the other: see ribbon_band.)  Back-substitution then fixes
- * S from the last slot down; a free slot (no pivot) gets 0.
+ * the next seed is tried.  The result does not depend on the order of the
+ * keys, so three thirds of them are banded as independent chains, a step
+ * of each in turn (see ribbon_band).  Back-substitution then fixes S from
+ * the last slot down; a free slot (no pivot) gets 0.
  *
  * Scratch memory, from the caller's allocator: 24 bytes of coefficient
  * and 4 of result per slot (about 290 MB for 10^7 keys, one block of 250
  * MB), plus 8 bytes per key for the remixed hashes when the seed is not 0.
- * Measured at 10^7 keys: banding about 40 ns per key (7.8 row operations
- * on average, each a dependent load) plus about 10 for the page faults of
- * first touching the scratch, back-substitution about 17 ns, 12 with SSE2
- * for r <= 8 (ribbon_solve8).
+ * Measured at 10^7 keys: banding about 28 ns per key (7.8 row operations
+ * on average, each a dependent load, in three chains) plus 10 to 20 for the
+ * page faults of first touching the scratch, back-substitution about 17
+ * ns, 12 with SSE2 for r <= 8 (ribbon_solve8).
  *
  *-------------------------------------------------------------------------
  */
@@ -382,20 +383,18 @@ ribbon_row_init(RibbonRow *w, uint64_t h, uint64_t nstarts, uint32_t mask)
 }
 
 /*
- * XOR the stored row of slot w->i into w if the slot holds one (sel is
- * all ones) and move w on to its new lowest set bit; with sel 0 nothing
- * changes (bit 0 is set, so the shift is by 0).  False when the row
- * cancelled to zero.
+ * XOR the stored row of slot w->i into w and move w on to its new lowest
+ * set bit.  False when the row cancelled to zero.
  */
 static inline bool
-ribbon_row_step(RibbonRow *w, const uint64_t *row, uint32_t res, uint64_t sel)
+ribbon_row_step(RibbonRow *w, const uint64_t *row, uint32_t res)
 {
 	uint32_t	tz;
 
-	w->c0 ^= row[0] & sel;
-	w->c1 ^= row[1] & sel;
-	w->c2 ^= row[2] & sel;
-	w->fp ^= res & (uint32_t) sel;
+	w->c0 ^= row[0];
+	w->c1 ^= row[1];
+	w->c2 ^= row[2];
+	w->fp ^= res;
 	if (w->c0 == 0)
 	{
 		if (w->c1 != 0)
@@ -422,21 +421,6 @@ ribbon_row_step(RibbonRow *w, const uint64_t *row, uint32_t res, uint64_t sel)
 	return true;
 }
 
-/* Walk w to the first free slot on its way; false when it cancels to zero. */
-static inline bool
-ribbon_row_walk(RibbonRow *w, const uint64_t *coef, const uint32_t *res)
-{
-	for (;;)
-	{
-		const uint64_t *row = coef + 3 * w->i;
-
-		if ((row[0] & 1) == 0)
-			return true;
-		if (!ribbon_row_step(w, row, res[w->i], ~(uint64_t) 0))
-			return false;
-	}
-}
-
 static inline void
 ribbon_row_store(const RibbonRow *w, uint64_t *coef, uint32_t *res)
 {
@@ -449,26 +433,83 @@ ribbon_row_store(const RibbonRow *w, uint64_t *coef, uint32_t *res)
 }
 
 /*
+ * Zero the band from *zhi to at least slot need, a chunk ahead, but not
+ * past cap.
+ */
+static inline void
+ribbon_zero_to(uint64_t *coef, uint64_t *zhi, uint64_t need, uint64_t cap)
+{
+	if (need > *zhi)
+	{
+		uint64_t	to = need + RIBBON_ZERO_CHUNK;
+
+		if (to > cap)
+			to = cap;
+		if (to > *zhi)
+		{
+			memset(coef + 3 * *zhi, 0, (size_t) (to - *zhi) * 3 * sizeof(uint64_t));
+			*zhi = to;
+		}
+	}
+}
+
+/*
+ * One step of a chain of walks: the walk of w moves on by one stored row,
+ * or, at a free slot, is stored there and w starts the walk of keys[*k].
+ * 1 when the chain has no key left, -1 when the row cancelled to zero.
+ * Forced inline: called as a function, with each chain's row spilled to
+ * memory, banding took 40% longer instead of 10% less.
+ */
+static inline __attribute__((always_inline)) int
+ribbon_chain_step(RibbonRow *w, const uint64_t *keys, size_t *k, size_t end,
+				  uint64_t *coef, uint32_t *res, uint64_t nstarts,
+				  uint32_t mask, uint64_t *zhi, uint64_t cap)
+{
+	const uint64_t *row = coef + 3 * w->i;
+
+	if (row[0] & 1)
+		return ribbon_row_step(w, row, res[w->i]) ? 0 : -1;
+	ribbon_row_store(w, coef, res);
+	if (*k == end)
+		return 1;
+	ribbon_row_init(w, keys[(*k)++], nstarts, mask);
+	ribbon_zero_to(coef, zhi, w->i + RIBBON_W, cap);
+	return 0;
+}
+
+/*
  * Band the keys, given as seeded hashes in ascending order, into coef
  * (three words per slot) and res.  False when a row cancels to zero: the
  * keys' equations are dependent for this seed.
  *
- * A walk that starts at s only touches slots below s + w: every stored row
- * begins at its pivot and ends before its own key's start plus w, which is
- * at most s + w as keys come in start order.  So slots are zeroed lazily,
- * a chunk at a time just ahead of s + w; *zeroed returns how far.
+ * The order in which keys are banded changes nothing in the result.  The
+ * stored rows are an echelon basis of the keys' rows (one per pivot slot),
+ * and the pivot slots of any echelon basis of a space are the same: the
+ * leading slots of its vectors.  With the free slots at 0 the solution is
+ * then unique (the keys' columns at the pivots are invertible), and a row
+ * cancels to zero in some order exactly when it does in every order (the
+ * rows are dependent).  Nor does the width: a walk at slot i XORs in only a
+ * row that begins at i and ends before i + w, so its own row, already
+ * within [i, i + w), stays there.
  *
- * Each step of a walk waits for the row it loads, whose slot the previous
- * step computed.  To overlap two such chains, keys go two at a time, a and then b, both walking the band as it was
- * before either: b's walk is the one it would have after a's unless it
- * stops at the very slot where a stops (it passes only slots that hold a
- * row, and a's slot held none).  Then a's row is stored there and b walks
- * on from it, exactly as after a.  A walk that has stopped steps with sel
- * 0, changing nothing, while the other goes on.  If either cancels to
- * zero, so would the keys one at a time.  The gain is modest, banding at
- * 10^7 keys going from about 37.5 to 35.5 ns per key: a step is more
- * instructions than latency (a 192-bit xor and shift), and a stopped walk
- * still costs its masked steps.
+ * So the keys go as three independent chains of walks, each a third of
+ * the keys in start order, one step of each in turn.  Each step waits for
+ * the row it loads, whose slot the previous step computed; the other
+ * chains' steps fill that wait.  The chains meet only where one's last
+ * walks reach the next one's first slots, and walks may interleave
+ * anyhow: each step reads the band as it is, and stored rows never change.
+ * The former scheme walked two consecutive keys in lock step, with masked
+ * steps for the one that had stopped and care for both stopping at one
+ * slot; at 10^7 keys (r = 7, seed 0, page faults left out by reusing the
+ * scratch) the whole build went from 46 to 41.5 ns per key with two
+ * chains, 40.5 with three; a fourth set of registers does not fit.
+ *
+ * In start order a walk that starts at s only touches slots below s + w:
+ * every stored row begins at its pivot and ends before its own key's start
+ * plus w.  So each chain zeroes slots lazily, a chunk at a time just ahead
+ * of s + w, from its own first start up to the next chain's first start,
+ * where that chain has zeroed w slots and more before any walk begins (the
+ * top chain up to m).  *zeroed returns how far the band is zeroed.
  */
 static bool
 ribbon_band(const uint64_t *keys, size_t n, uint64_t m, uint32_t r,
@@ -476,56 +517,74 @@ ribbon_band(const uint64_t *keys, size_t n, uint64_t m, uint32_t r,
 {
 	uint64_t	nstarts = m - RIBBON_W;
 	uint32_t	mask = ribbon_mask(r);
-	uint64_t	zhi = 0;
-	size_t		k;
+	size_t		e1 = n / 3;
+	size_t		e2 = 2 * (n / 3);
+	size_t		ka = 0;
+	size_t		kb = e1;
+	size_t		kc = e2;
+	uint64_t	za = 0;
+	uint64_t	zb;
+	uint64_t	zc;
+	uint64_t	mb, mc;
+	RibbonRow	a;
+	RibbonRow	b;
+	RibbonRow	c;
+	int			sa = 1;
+	int			sb = 1;
+	int			sc = 0;
 
-	for (k = 0; k < n; k += 2)
+	/* keys 2n/3 .. n - 1, never none; then the two lower thirds, if any */
+	ribbon_row_init(&c, keys[kc++], nstarts, mask);
+	mc = c.i;
+	zc = mc;
+	ribbon_zero_to(coef, &zc, mc + RIBBON_W, m);
+	mb = mc;
+	zb = mc;
+	if (e2 > e1)
 	{
-		RibbonRow	a;
-		RibbonRow	b;
-
-		/* the last of an odd number of keys walks alone, as b */
-		ribbon_row_init(&b, keys[k + (k + 1 < n)], nstarts, mask);
-		if (b.i + RIBBON_W > zhi)
-		{
-			uint64_t	to = b.i + RIBBON_W + RIBBON_ZERO_CHUNK;
-
-			if (to > m)
-				to = m;
-			memset(coef + 3 * zhi, 0, (size_t) (to - zhi) * 3 * sizeof(uint64_t));
-			zhi = to;
-		}
-		if (k + 1 < n)
-		{
-			ribbon_row_init(&a, keys[k], nstarts, mask);
-			for (;;)
-			{
-				const uint64_t *ra = coef + 3 * a.i;
-				const uint64_t *rb = coef + 3 * b.i;
-				uint64_t	sa = 0 - (ra[0] & 1);
-				uint64_t	sb = 0 - (rb[0] & 1);
-
-				if ((sa | sb) == 0)
-					break;
-				if (!ribbon_row_step(&a, ra, res[a.i], sa) ||
-					!ribbon_row_step(&b, rb, res[b.i], sb))
-				{
-					*zeroed = zhi;
-					return false;
-				}
-			}
-			ribbon_row_store(&a, coef, res);
-		}
-		/* b stopped where a did, or walks alone: on from there */
-		if (!ribbon_row_walk(&b, coef, res))
-		{
-			*zeroed = zhi;
-			return false;
-		}
-		ribbon_row_store(&b, coef, res);
+		ribbon_row_init(&b, keys[kb++], nstarts, mask);
+		mb = b.i;
+		zb = mb;
+		ribbon_zero_to(coef, &zb, mb + RIBBON_W, mc);
+		sb = 0;
 	}
-	*zeroed = zhi;
-	return true;
+	if (e1 > 0)
+	{
+		ribbon_row_init(&a, keys[ka++], nstarts, mask);
+		ribbon_zero_to(coef, &za, a.i + RIBBON_W, mb);
+		sa = 0;
+	}
+
+	while ((sa | sb | sc) == 0)
+	{
+		sa = ribbon_chain_step(&a, keys, &ka, e1, coef, res, nstarts, mask,
+							   &za, mb);
+		sb = ribbon_chain_step(&b, keys, &kb, e2, coef, res, nstarts, mask,
+							   &zb, mc);
+		sc = ribbon_chain_step(&c, keys, &kc, n, coef, res, nstarts, mask,
+							   &zc, m);
+	}
+	/* a row cancelled to zero: no need to band the rest */
+	if (sa < 0 || sb < 0 || sc < 0)
+		return false;
+	/* the other chains finish one at a time */
+	while (sa == 0)
+		sa = ribbon_chain_step(&a, keys, &ka, e1, coef, res, nstarts, mask,
+							   &za, mb);
+	while (sb == 0)
+		sb = ribbon_chain_step(&b, keys, &kb, e2, coef, res, nstarts, mask,
+							   &zb, mc);
+	while (sc == 0)
+		sc = ribbon_chain_step(&c, keys, &kc, n, coef, res, nstarts, mask,
+							   &zc, m);
+
+	/* a lower chain may have stopped zeroing short of the next one's start */
+	if (za < mb)
+		memset(coef + 3 * za, 0, (size_t) (mb - za) * 3 * sizeof(uint64_t));
+	if (zb < mc)
+		memset(coef + 3 * zb, 0, (size_t) (mc - zb) * 3 * sizeof(uint64_t));
+	*zeroed = zc;
+	return sa > 0 && sb > 0 && sc > 0;
 }
 
 /*
