@@ -514,7 +514,7 @@ ribbon_chain_step(RibbonRow *w, const uint64_t *keys, size_t *k, size_t end,
  * steps for the one that had stopped and care for both stopping at one
  * slot; at 10^7 keys (r = 7, seed 0, page faults left out by reusing the
  * scratch) the whole build went from 46 to 41.5 ns per key with two
- * chains, 40.5 with three; a fourth set of registers does not fit.
+ * chains, 40.5 with three; four measured no faster than three.
  *
  * In start order a walk that starts at s only touches slots below s + w:
  * every stored row begins at its pivot and ends before its own key's start
