@@ -52,17 +52,19 @@
  * a window of w slots that slides forward, so the band stays in cache and
  * is zeroed lazily just ahead of the window.  A row that cancels to zero
  * means the system has no solution for this seed: the attempt fails and
- * the next seed is tried.  (Two keys walk at once, with the same result
- * as one after the other: see ribbon_band.)  Back-substitution then fixes
- * S from the last slot down; a free slot (no pivot) gets 0.
+ * the next seed is tried.  The result does not depend on the order of the
+ * keys, so three thirds of them are banded as independent chains, a step
+ * of each in turn (see ribbon_band).  Back-substitution then fixes S from
+ * the last slot down; a free slot (no pivot) gets 0.
  *
  * Scratch memory, from the caller's allocator: 24 bytes of coefficient
  * and 4 of result per slot (about 290 MB for 10^7 keys, one block of 250
  * MB), plus 8 bytes per key for the remixed hashes when the seed is not 0.
- * Measured at 10^7 keys: banding about 40 ns per key (7.8 row operations
- * on average, each a dependent load) plus about 10 for the page faults of
- * first touching the scratch, back-substitution about 17 ns, 12 with SSE2
- * for r <= 8 (ribbon_solve8).
+ * Measured at 10^7 keys: banding about 28 ns per key (7.8 row operations
+ * on average, each a dependent load, in three chains) plus 10 to 20 for the
+ * page faults of first touching the scratch, back-substitution about 17
+ * ns, 13 with SSE2 for 4 < r <= 8 (ribbon_solve8) and 6.3 with AVX2 where
+ * the CPU has it (ribbon_solve8_avx2).
  *
  *-------------------------------------------------------------------------
  */
@@ -73,6 +75,17 @@
 #if defined(__SSE2__) && !defined(AMQ_BIG_ENDIAN) && !defined(RIBBON_NO_SSE2)
 #include <emmintrin.h>
 #define RIBBON_SSE2 1
+#endif
+
+/*
+ * AVX2 for the back-substitution, compiled for that target alone and
+ * chosen at run time (ribbon_build), so the rest of the build and every
+ * probe stay baseline x86-64.
+ */
+#if defined(RIBBON_SSE2) && defined(__x86_64__) && defined(__GNUC__) && \
+	!defined(RIBBON_NO_AVX2)
+#include <immintrin.h>
+#define RIBBON_AVX2 1
 #endif
 
 #define RIBBON_WORDS		3	/* 64-bit words per coefficient row */
@@ -382,20 +395,18 @@ ribbon_row_init(RibbonRow *w, uint64_t h, uint64_t nstarts, uint32_t mask)
 }
 
 /*
- * XOR the stored row of slot w->i into w if the slot holds one (sel is
- * all ones) and move w on to its new lowest set bit; with sel 0 nothing
- * changes (bit 0 is set, so the shift is by 0).  False when the row
- * cancelled to zero.
+ * XOR the stored row of slot w->i into w and move w on to its new lowest
+ * set bit.  False when the row cancelled to zero.
  */
 static inline bool
-ribbon_row_step(RibbonRow *w, const uint64_t *row, uint32_t res, uint64_t sel)
+ribbon_row_step(RibbonRow *w, const uint64_t *row, uint32_t res)
 {
 	uint32_t	tz;
 
-	w->c0 ^= row[0] & sel;
-	w->c1 ^= row[1] & sel;
-	w->c2 ^= row[2] & sel;
-	w->fp ^= res & (uint32_t) sel;
+	w->c0 ^= row[0];
+	w->c1 ^= row[1];
+	w->c2 ^= row[2];
+	w->fp ^= res;
 	if (w->c0 == 0)
 	{
 		if (w->c1 != 0)
@@ -422,21 +433,6 @@ ribbon_row_step(RibbonRow *w, const uint64_t *row, uint32_t res, uint64_t sel)
 	return true;
 }
 
-/* Walk w to the first free slot on its way; false when it cancels to zero. */
-static inline bool
-ribbon_row_walk(RibbonRow *w, const uint64_t *coef, const uint32_t *res)
-{
-	for (;;)
-	{
-		const uint64_t *row = coef + 3 * w->i;
-
-		if ((row[0] & 1) == 0)
-			return true;
-		if (!ribbon_row_step(w, row, res[w->i], ~(uint64_t) 0))
-			return false;
-	}
-}
-
 static inline void
 ribbon_row_store(const RibbonRow *w, uint64_t *coef, uint32_t *res)
 {
@@ -449,26 +445,83 @@ ribbon_row_store(const RibbonRow *w, uint64_t *coef, uint32_t *res)
 }
 
 /*
+ * Zero the band from *zhi to at least slot need, a chunk ahead, but not
+ * past cap.
+ */
+static inline void
+ribbon_zero_to(uint64_t *coef, uint64_t *zhi, uint64_t need, uint64_t cap)
+{
+	if (need > *zhi)
+	{
+		uint64_t	to = need + RIBBON_ZERO_CHUNK;
+
+		if (to > cap)
+			to = cap;
+		if (to > *zhi)
+		{
+			memset(coef + 3 * *zhi, 0, (size_t) (to - *zhi) * 3 * sizeof(uint64_t));
+			*zhi = to;
+		}
+	}
+}
+
+/*
+ * One step of a chain of walks: the walk of w moves on by one stored row,
+ * or, at a free slot, is stored there and w starts the walk of keys[*k].
+ * 1 when the chain has no key left, -1 when the row cancelled to zero.
+ * Forced inline: called as a function, with each chain's row spilled to
+ * memory, banding took 40% longer instead of 10% less.
+ */
+static inline __attribute__((always_inline)) int
+ribbon_chain_step(RibbonRow *w, const uint64_t *keys, size_t *k, size_t end,
+				  uint64_t *coef, uint32_t *res, uint64_t nstarts,
+				  uint32_t mask, uint64_t *zhi, uint64_t cap)
+{
+	const uint64_t *row = coef + 3 * w->i;
+
+	if (row[0] & 1)
+		return ribbon_row_step(w, row, res[w->i]) ? 0 : -1;
+	ribbon_row_store(w, coef, res);
+	if (*k == end)
+		return 1;
+	ribbon_row_init(w, keys[(*k)++], nstarts, mask);
+	ribbon_zero_to(coef, zhi, w->i + RIBBON_W, cap);
+	return 0;
+}
+
+/*
  * Band the keys, given as seeded hashes in ascending order, into coef
  * (three words per slot) and res.  False when a row cancels to zero: the
  * keys' equations are dependent for this seed.
  *
- * A walk that starts at s only touches slots below s + w: every stored row
- * begins at its pivot and ends before its own key's start plus w, which is
- * at most s + w as keys come in start order.  So slots are zeroed lazily,
- * a chunk at a time just ahead of s + w; *zeroed returns how far.
+ * The order in which keys are banded changes nothing in the result.  The
+ * stored rows are an echelon basis of the keys' rows (one per pivot slot),
+ * and the pivot slots of any echelon basis of a space are the same: the
+ * leading slots of its vectors.  With the free slots at 0 the solution is
+ * then unique (the keys' columns at the pivots are invertible), and a row
+ * cancels to zero in some order exactly when it does in every order (the
+ * rows are dependent).  Nor does the width: a walk at slot i XORs in only a
+ * row that begins at i and ends before i + w, so its own row, already
+ * within [i, i + w), stays there.
  *
- * Each step of a walk waits for the row it loads, whose slot the previous
- * step computed.  To overlap two such chains, keys go two at a time, a and then b, both walking the band as it was
- * before either: b's walk is the one it would have after a's unless it
- * stops at the very slot where a stops (it passes only slots that hold a
- * row, and a's slot held none).  Then a's row is stored there and b walks
- * on from it, exactly as after a.  A walk that has stopped steps with sel
- * 0, changing nothing, while the other goes on.  If either cancels to
- * zero, so would the keys one at a time.  The gain is modest, banding at
- * 10^7 keys going from about 37.5 to 35.5 ns per key: a step is more
- * instructions than latency (a 192-bit xor and shift), and a stopped walk
- * still costs its masked steps.
+ * So the keys go as three independent chains of walks, each a third of
+ * the keys in start order, one step of each in turn.  Each step waits for
+ * the row it loads, whose slot the previous step computed; the other
+ * chains' steps fill that wait.  The chains meet only where one's last
+ * walks reach the next one's first slots, and walks may interleave
+ * anyhow: each step reads the band as it is, and stored rows never change.
+ * The former scheme walked two consecutive keys in lock step, with masked
+ * steps for the one that had stopped and care for both stopping at one
+ * slot; at 10^7 keys (r = 7, seed 0, page faults left out by reusing the
+ * scratch) the whole build went from 46 to 41.5 ns per key with two
+ * chains, 40.5 with three; four measured no faster than three.
+ *
+ * In start order a walk that starts at s only touches slots below s + w:
+ * every stored row begins at its pivot and ends before its own key's start
+ * plus w.  So each chain zeroes slots lazily, a chunk at a time just ahead
+ * of s + w, from its own first start up to the next chain's first start,
+ * where that chain has zeroed w slots and more before any walk begins (the
+ * top chain up to m).  *zeroed returns how far the band is zeroed.
  */
 static bool
 ribbon_band(const uint64_t *keys, size_t n, uint64_t m, uint32_t r,
@@ -476,56 +529,74 @@ ribbon_band(const uint64_t *keys, size_t n, uint64_t m, uint32_t r,
 {
 	uint64_t	nstarts = m - RIBBON_W;
 	uint32_t	mask = ribbon_mask(r);
-	uint64_t	zhi = 0;
-	size_t		k;
+	size_t		e1 = n / 3;
+	size_t		e2 = 2 * (n / 3);
+	size_t		ka = 0;
+	size_t		kb = e1;
+	size_t		kc = e2;
+	uint64_t	za = 0;
+	uint64_t	zb;
+	uint64_t	zc;
+	uint64_t	mb, mc;
+	RibbonRow	a;
+	RibbonRow	b;
+	RibbonRow	c;
+	int			sa = 1;
+	int			sb = 1;
+	int			sc = 0;
 
-	for (k = 0; k < n; k += 2)
+	/* keys 2n/3 .. n - 1, never none; then the two lower thirds, if any */
+	ribbon_row_init(&c, keys[kc++], nstarts, mask);
+	mc = c.i;
+	zc = mc;
+	ribbon_zero_to(coef, &zc, mc + RIBBON_W, m);
+	mb = mc;
+	zb = mc;
+	if (e2 > e1)
 	{
-		RibbonRow	a;
-		RibbonRow	b;
-
-		/* the last of an odd number of keys walks alone, as b */
-		ribbon_row_init(&b, keys[k + (k + 1 < n)], nstarts, mask);
-		if (b.i + RIBBON_W > zhi)
-		{
-			uint64_t	to = b.i + RIBBON_W + RIBBON_ZERO_CHUNK;
-
-			if (to > m)
-				to = m;
-			memset(coef + 3 * zhi, 0, (size_t) (to - zhi) * 3 * sizeof(uint64_t));
-			zhi = to;
-		}
-		if (k + 1 < n)
-		{
-			ribbon_row_init(&a, keys[k], nstarts, mask);
-			for (;;)
-			{
-				const uint64_t *ra = coef + 3 * a.i;
-				const uint64_t *rb = coef + 3 * b.i;
-				uint64_t	sa = 0 - (ra[0] & 1);
-				uint64_t	sb = 0 - (rb[0] & 1);
-
-				if ((sa | sb) == 0)
-					break;
-				if (!ribbon_row_step(&a, ra, res[a.i], sa) ||
-					!ribbon_row_step(&b, rb, res[b.i], sb))
-				{
-					*zeroed = zhi;
-					return false;
-				}
-			}
-			ribbon_row_store(&a, coef, res);
-		}
-		/* b stopped where a did, or walks alone: on from there */
-		if (!ribbon_row_walk(&b, coef, res))
-		{
-			*zeroed = zhi;
-			return false;
-		}
-		ribbon_row_store(&b, coef, res);
+		ribbon_row_init(&b, keys[kb++], nstarts, mask);
+		mb = b.i;
+		zb = mb;
+		ribbon_zero_to(coef, &zb, mb + RIBBON_W, mc);
+		sb = 0;
 	}
-	*zeroed = zhi;
-	return true;
+	if (e1 > 0)
+	{
+		ribbon_row_init(&a, keys[ka++], nstarts, mask);
+		ribbon_zero_to(coef, &za, a.i + RIBBON_W, mb);
+		sa = 0;
+	}
+
+	while ((sa | sb | sc) == 0)
+	{
+		sa = ribbon_chain_step(&a, keys, &ka, e1, coef, res, nstarts, mask,
+							   &za, mb);
+		sb = ribbon_chain_step(&b, keys, &kb, e2, coef, res, nstarts, mask,
+							   &zb, mc);
+		sc = ribbon_chain_step(&c, keys, &kc, n, coef, res, nstarts, mask,
+							   &zc, m);
+	}
+	/* a row cancelled to zero: no need to band the rest */
+	if (sa < 0 || sb < 0 || sc < 0)
+		return false;
+	/* the other chains finish one at a time */
+	while (sa == 0)
+		sa = ribbon_chain_step(&a, keys, &ka, e1, coef, res, nstarts, mask,
+							   &za, mb);
+	while (sb == 0)
+		sb = ribbon_chain_step(&b, keys, &kb, e2, coef, res, nstarts, mask,
+							   &zb, mc);
+	while (sc == 0)
+		sc = ribbon_chain_step(&c, keys, &kc, n, coef, res, nstarts, mask,
+							   &zc, m);
+
+	/* a lower chain may have stopped zeroing short of the next one's start */
+	if (za < mb)
+		memset(coef + 3 * za, 0, (size_t) (mb - za) * 3 * sizeof(uint64_t));
+	if (zb < mc)
+		memset(coef + 3 * zb, 0, (size_t) (mc - zb) * 3 * sizeof(uint64_t));
+	*zeroed = zc;
+	return sa > 0 && sb > 0 && sc > 0;
 }
 
 /*
@@ -673,6 +744,115 @@ ribbon_solve8(const uint64_t *coef, const uint32_t *res, uint64_t m,
 #undef RIBBON_DOT
 #endif
 
+#ifdef RIBBON_AVX2
+/*
+ * ribbon_solve8 with AVX2: four columns per 256-bit register (columns 0-3
+ * in a, 4-7 in b, one lane each), so six registers of state instead of
+ * twelve, and the eight parities folded in one register: each lane's
+ * 64-bit dot is folded to 32 bits, b's halves are blended into the odd
+ * 32-bit lanes beside a's, eight 32-bit lanes are folded on to their top
+ * bit at once and put back in column order for movemask.
+ *
+ * What bounds the SSE2 loop is not its instructions but its chain: the
+ * bits of slot i go into the state that slot i - 1's dot reads, through
+ * the fold, movemask and a table load, some 30 cycles a slot.  Here the
+ * bits of a slot join the state two slots later.  Slot i's dot then
+ * misses only slot i + 1 (slot i + 2 has joined), whose bits meet bit 1
+ * of slot i's row: XORing them in when that bit is set is one scalar AND
+ * on the chain, and the vector work of successive slots overlaps.  At a
+ * segment start the two pending slots are ORed into the stored words.
+ * Same bits as ribbon_solve8; at 10^7 keys and r = 7 the back-substitution
+ * takes 6.3 ns per key where ribbon_solve8 takes 13 (11.3 with AVX2
+ * without the delay).
+ */
+#define RIBBON_SHIFT1_256(a, b, c) \
+	do { \
+		c = _mm256_or_si256(_mm256_slli_epi64(c, 1), _mm256_srli_epi64(b, 63)); \
+		b = _mm256_or_si256(_mm256_slli_epi64(b, 1), _mm256_srli_epi64(a, 63)); \
+		a = _mm256_slli_epi64(a, 1); \
+	} while (0)
+#define RIBBON_DOT_256(a, b, c) \
+	_mm256_xor_si256(_mm256_and_si256(a, c0), \
+					 _mm256_xor_si256(_mm256_and_si256(b, c1), \
+									  _mm256_and_si256(c, c2)))
+#define RIBBON_LB(v) {(v) & 1, ((v) >> 1) & 1, ((v) >> 2) & 1, ((v) >> 3) & 1}
+
+__attribute__((target("avx2")))
+static void
+ribbon_solve8_avx2(const uint64_t *coef, const uint32_t *res, uint64_t m,
+				   uint32_t r, uint8_t *payload)
+{
+	/* lane k of entry v is bit k of v: bit 0 of four columns */
+	static const uint64_t lanebits[16][4] = {
+		RIBBON_LB(0), RIBBON_LB(1), RIBBON_LB(2), RIBBON_LB(3),
+		RIBBON_LB(4), RIBBON_LB(5), RIBBON_LB(6), RIBBON_LB(7),
+		RIBBON_LB(8), RIBBON_LB(9), RIBBON_LB(10), RIBBON_LB(11),
+		RIBBON_LB(12), RIBBON_LB(13), RIBBON_LB(14), RIBBON_LB(15)
+	};
+	const __m256i order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+	/* columns 4 .. r - 1 of b are stored, the rest never */
+	const __m256i bmask = _mm256_cmpgt_epi64(_mm256_set1_epi64x(r - 4),
+											 _mm256_setr_epi64x(0, 1, 2, 3));
+	__m256i		a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0;
+	__m256i		b0 = a0, b1 = a0, b2 = a0;
+	uint32_t	p1 = 0;			/* the bits of slot i + 1, not yet in a, b */
+	uint32_t	p2 = 0;			/* the bits of slot i + 2, likewise */
+	uint64_t	i;
+
+	for (i = m; i-- > 0;)
+	{
+		const uint64_t *row = coef + 3 * i;
+		uint32_t	bits = 0;
+
+		/* slot i + 2 into bit 1, then all up by one: slot i at bit 0 */
+		a0 = _mm256_or_si256(a0, _mm256_slli_epi64(_mm256_loadu_si256((const __m256i *) lanebits[p2 & 15]), 1));
+		b0 = _mm256_or_si256(b0, _mm256_slli_epi64(_mm256_loadu_si256((const __m256i *) lanebits[(p2 >> 4) & 15]), 1));
+		RIBBON_SHIFT1_256(a0, a1, a2);
+		RIBBON_SHIFT1_256(b0, b1, b2);
+
+		if (row[0] & 1)
+		{
+			const __m256i c0 = _mm256_set1_epi64x((long long) row[0]);
+			const __m256i c1 = _mm256_set1_epi64x((long long) row[1]);
+			const __m256i c2 = _mm256_set1_epi64x((long long) row[2]);
+			__m256i		da = RIBBON_DOT_256(a0, a1, a2);
+			__m256i		db = RIBBON_DOT_256(b0, b1, b2);
+			__m256i		x;
+
+			da = _mm256_xor_si256(da, _mm256_srli_epi64(da, 32));
+			db = _mm256_xor_si256(db, _mm256_srli_epi64(db, 32));
+			x = _mm256_blend_epi32(da, _mm256_slli_epi64(db, 32), 0xaa);
+			x = _mm256_xor_si256(x, _mm256_slli_epi32(x, 16));
+			x = _mm256_xor_si256(x, _mm256_slli_epi32(x, 8));
+			x = _mm256_xor_si256(x, _mm256_slli_epi32(x, 4));
+			x = _mm256_xor_si256(x, _mm256_slli_epi32(x, 2));
+			x = _mm256_xor_si256(x, _mm256_slli_epi32(x, 1));
+			x = _mm256_permutevar8x32_epi32(x, order);
+			/* slot i + 1, at bit 1 of the row, was left out of a and b */
+			bits = (uint32_t) _mm256_movemask_ps(_mm256_castsi256_ps(x)) ^
+				res[i] ^ (p1 & (0 - (uint32_t) ((row[0] >> 1) & 1)));
+		}
+		p2 = p1;
+		p1 = bits;
+
+		if ((i & 63) == 0)
+		{
+			uint8_t    *out = payload + (i >> 6) * r * 8;
+			__m256i		wa = _mm256_or_si256(a0, _mm256_loadu_si256((const __m256i *) lanebits[p1 & 15]));
+			__m256i		wb = _mm256_or_si256(b0, _mm256_loadu_si256((const __m256i *) lanebits[(p1 >> 4) & 15]));
+
+			wa = _mm256_or_si256(wa, _mm256_slli_epi64(_mm256_loadu_si256((const __m256i *) lanebits[p2 & 15]), 1));
+			wb = _mm256_or_si256(wb, _mm256_slli_epi64(_mm256_loadu_si256((const __m256i *) lanebits[(p2 >> 4) & 15]), 1));
+			_mm256_storeu_si256((__m256i *) out, wa);
+			_mm256_maskstore_epi64((long long *) (out + 32), bmask, wb);
+		}
+	}
+}
+#undef RIBBON_SHIFT1_256
+#undef RIBBON_DOT_256
+#undef RIBBON_LB
+#endif
+
 /* Build from distinct hashes: band the equations, then back-substitute. */
 static AmqStatus
 ribbon_build(AmqFilter *f, const uint64_t *hashes, size_t n,
@@ -744,6 +924,11 @@ ribbon_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			if (zeroed < m)
 				memset(coef + 3 * zeroed, 0,
 					   (size_t) (m - zeroed) * 3 * sizeof(uint64_t));
+#ifdef RIBBON_AVX2
+			if (r > 4 && r <= 8 && __builtin_cpu_supports("avx2"))
+				ribbon_solve8_avx2(coef, res, m, r, f->payload);
+			else
+#endif
 #ifdef RIBBON_SSE2
 			if (r > 4 && r <= 8)
 				ribbon_solve8(coef, res, m, r, f->payload);
