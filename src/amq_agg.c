@@ -997,9 +997,28 @@ drop_ended_runs(const uint64 **p, const uint64 **e, int k)
 }
 
 /*
+ * The smallest head of the k ascending, distinct runs p[r]..e[r], every run
+ * that holds it advanced past it, branch-free but for the loops; runs that
+ * end leave (*k).
+ */
+static inline uint64
+union_next(const uint64 **p, const uint64 **e, int *k)
+{
+	uint64		v = *p[0];
+
+	for (int r = 1; r < *k; r++)
+		v = Min(v, *p[r]);
+	for (int r = 0; r < *k; r++)
+		p[r] += (*p[r] == v);
+	*k = drop_ended_runs(p, e, *k);
+	return v;
+}
+
+/*
  * How many distinct hashes k ascending, distinct runs hold together: a merge
- * that writes nothing.  The smallest head is counted once and every run that
- * holds it advances, branch-free but for the loops; a run that ends leaves.
+ * that writes nothing (union_next).  Three runs, the usual partial states of
+ * two workers and the leader, are unrolled into registers with one test of
+ * their ends a step.
  */
 static Size
 count_union(const uint64 **head, const uint64 **end, int k)
@@ -1026,14 +1045,8 @@ count_union(const uint64 **head, const uint64 **end, int k)
 	}
 	while (k > 1)
 	{
-		uint64		v = *p[0];
-
-		for (int r = 1; r < k; r++)
-			v = Min(v, *p[r]);
+		(void) union_next(p, e, &k);
 		n++;
-		for (int r = 0; r < k; r++)
-			p[r] += (*p[r] == v);
-		k = drop_ended_runs(p, e, k);
 	}
 	if (k == 1)
 		n += e[0] - p[0];
@@ -1082,18 +1095,7 @@ merge_k(const uint64 **head, const uint64 **end, int k, uint64 *out)
 	if (k == 2)
 		return merge2(head[0], end[0] - head[0], head[1], end[1] - head[1], out);
 	while (k > 0)
-	{
-		uint64		v = *head[0];
-
-		/* the smallest head, then advance every run that holds it */
-		for (int r = 1; r < k; r++)
-			if (*head[r] < v)
-				v = *head[r];
-		out[w++] = v;
-		for (int r = 0; r < k; r++)
-			head[r] += (*head[r] == v);
-		k = drop_ended_runs(head, end, k);
-	}
+		out[w++] = union_next(head, end, &k);
 	return w;
 }
 

@@ -623,11 +623,9 @@ build_from_runs(int kind, double fpr, const AmqFilter *keyinfo,
 		}
 		else
 		{
-			if (nruns != 1)
-				elog(ERROR, "cannot build an amqfilter of kind %s from %d runs",
-					 ops->name, nruns);
-			for (Size i = 0; i < n && st == AMQ_OK; i++)
-				st = ops->add(&f, runs[0][i]);
+			for (int r = 0; r < nruns && st == AMQ_OK; r++)
+				for (Size i = 0; i < lens[r] && st == AMQ_OK; i++)
+					st = ops->add(&f, runs[r][i]);
 		}
 
 		/*
