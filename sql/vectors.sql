@@ -120,9 +120,10 @@ ORDER BY m.ord;
 
 -- Format version 1 vectors whose build changed with version 2
 -- (test/vectors/kinds-v1: scalable aggregates, whose first stage is now
--- sized for their keys).  Frozen: they still parse, are version 1, hold
--- every key and answer every absent key as recorded; today's build of the
--- same keys is version 2, its manifest entry in kinds/.
+-- sized for their keys, and xor filters, now peeled breadth-first).
+-- Frozen: they still parse, are version 1, hold every key and answer every
+-- absent key as recorded; today's build of the same keys is version 2, its
+-- manifest entry in kinds/.
 CREATE TABLE vec1_manifest (LIKE vec_manifest INCLUDING DEFAULTS);
 CREATE TABLE vec1_stored (name text, b64 text);
 \copy vec1_manifest (name, kind, keyset, types, fpr, method, capacity, key_family, keys, bytes, sha256, absent, absent_maybe, answers) FROM 'test/vectors/kinds-v1/MANIFEST.tsv' (FORMAT csv, DELIMITER E'\t', HEADER)

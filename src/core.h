@@ -15,7 +15,8 @@
  *	 off size field
  *	   0   4  magic "AMQF" (0x46514d41 read as little-endian uint32)
  *	   4   1  format version: 1, or 2 when a flag of AMQ_FLAGS_V2 is set
- *			  (amq_format_version); every other filter is written as 1
+ *			  (amq_format_version: sized scalable filters and xor filters);
+ *			  every other filter is written as 1
  *	   5   1  kind (AmqKindId)
  *	   6   1  hash scheme (AmqHashScheme)
  *	   7   1  key family (AmqKeyFamily)
@@ -145,9 +146,15 @@ typedef enum AmqKeyFamily
  * does not know, rather than misreading its layout.
  */
 #define AMQ_FLAG_SCALABLE_SIZED		0x2u
-#define AMQ_FLAGS_KNOWN				0x3u
+/*
+ * Kind xor only: the payload was assigned in breadth-first peeling order
+ * (kind_xor.c).  Layout and probe are version 1's; format version 2 says
+ * that the same keys give other bytes than a version 1 build did.
+ */
+#define AMQ_FLAG_XOR_BFS			0x4u
+#define AMQ_FLAGS_KNOWN				0x7u
 /* the flags that make a filter format version 2 */
-#define AMQ_FLAGS_V2				AMQ_FLAG_SCALABLE_SIZED
+#define AMQ_FLAGS_V2				(AMQ_FLAG_SCALABLE_SIZED | AMQ_FLAG_XOR_BFS)
 
 /* The format version a filter with these flags is written as. */
 static inline int

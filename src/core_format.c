@@ -30,11 +30,12 @@ amq_check_fpr(double fpr)
 	return AMQ_OK;
 }
 
-/* The sized flag belongs to scalable filters only. */
+/* The sized flag belongs to scalable filters only, the BFS flag to xor. */
 static inline bool
 amq_flags_fit_kind(uint32_t flags, int kind)
 {
-	return !(flags & AMQ_FLAG_SCALABLE_SIZED) || kind == AMQ_KIND_SCALABLE;
+	return (!(flags & AMQ_FLAG_SCALABLE_SIZED) || kind == AMQ_KIND_SCALABLE) &&
+		(!(flags & AMQ_FLAG_XOR_BFS) || kind == AMQ_KIND_XOR);
 }
 
 /*
@@ -226,8 +227,8 @@ amq_parse(const uint8_t *buf, size_t len, AmqFilter *out)
 	if ((out->flags & ~AMQ_FLAGS_KNOWN) != 0)
 		return AMQ_ERR_CORRUPT;
 	/*
-	 * The version is written from the flags alone, and the sized flag
-	 * belongs to one kind: anything else was not written by bloomamq.
+	 * The version is written from the flags alone, and each version 2
+	 * flag belongs to one kind: anything else was not written by bloomamq.
 	 */
 	if (buf[AMQ_OFF_VERSION] != amq_format_version(out->flags) ||
 		!amq_flags_fit_kind(out->flags, out->kind))

@@ -272,27 +272,39 @@ amq_fp_slot_prefetch(AmqFpSlot *sl, const uint64_t *p)
 	__builtin_prefetch(&sl[p[2]], 1, 0);
 }
 
+/*
+ * Take key h out of slot q, its k-th.  When one key is left there, queue
+ * that key: its hash and which of its slots q is (qh, qj at *tail).  When
+ * none is, the key queued from q has just been peeled from another slot:
+ * mark q in gone, so that its queue entry is skipped.
+ */
 static inline void
-amq_fp_slot_unpeel_one(AmqFpSlot *sl, uint32_t *alone, size_t *top,
-					   uint64_t q, uint32_t k, uint64_t h)
+amq_fp_slot_unpeel_one(AmqFpSlot *sl, uint64_t *qh, uint8_t *qj, size_t *tail,
+					   uint64_t *gone, uint64_t q, uint32_t k, uint64_t h)
 {
 	uint32_t	c = (sl[q].cnt - 4) ^ k;
+	uint64_t	x = sl[q].xh ^ h;
 
 	sl[q].cnt = c;
-	sl[q].xh ^= h;
-	if ((c >> 2) == 1)
-		alone[(*top)++] = (uint32_t) q;
+	sl[q].xh = x;
+	qh[*tail] = x;
+	qj[*tail] = (uint8_t) (c & 3);
+	*tail += (c >> 2) == 1;
+	if ((c >> 2) == 0)
+		gone[q >> 6] |= UINT64_C(1) << (q & 63);
 }
 
+/* the same for the two slots of h other than its j-th, p[j] */
 static inline void
-amq_fp_slot_unpeel_others(AmqFpSlot *sl, uint32_t *alone, size_t *top,
-						  const uint64_t *p, uint32_t j, uint64_t h)
+amq_fp_slot_unpeel_others(AmqFpSlot *sl, uint64_t *qh, uint8_t *qj,
+						  size_t *tail, uint64_t *gone, const uint64_t *p,
+						  uint32_t j, uint64_t h)
 {
 	uint32_t	ka = (j == 0);
 	uint32_t	kb = 2 - (j == 2);
 
-	amq_fp_slot_unpeel_one(sl, alone, top, p[ka], ka, h);
-	amq_fp_slot_unpeel_one(sl, alone, top, p[kb], kb, h);
+	amq_fp_slot_unpeel_one(sl, qh, qj, tail, gone, p[ka], ka, h);
+	amq_fp_slot_unpeel_one(sl, qh, qj, tail, gone, p[kb], kb, h);
 }
 
 /*

@@ -36,22 +36,31 @@
  * stalled peel retries with the next seed, up to XOR_MAX_ATTEMPTS; each
  * attempt succeeds with probability near 1 for large n and above 1/2 for
  * small, so running out means the keys were not distinct.  Scratch is
- * about 29 bytes per key, from the caller's allocator: 12 per slot, the
- * peeling stack, and each peeled key's hash and slot in peeling order.
+ * about 26 bytes per key (1.23 slots), from the caller's allocator: per
+ * slot 12 bytes of count and hash xor, 9 of peeling queue (a key's hash
+ * and which of its slots queued it; the peeled keys are written back over
+ * its head, in order) and a bit marking a queued key peeled elsewhere.
  *
- * Out of cache every slot touched is a cache miss, so the build keeps a
- * slot's count and hash xor in one entry (AmqFpSlot).  Counting, whose
- * result does not depend on the order of the keys, goes through buckets by
- * slot range so that each range of the scratch is updated while in cache
- * (xor_count_partitioned).  Assigning reads the keys in sequence, as
- * peeling recorded them, and prefetches the payload slots of a key some
- * keys ahead (keys are independent there, so their misses overlap);
- * peeling prefetches the slots further down the stack.  What bounds the
- * build is peeling: its order (which fixes the payload) is a depth-first
- * walk in which most keys come from the slot the previous key just left
- * alone, known only once that slot's line has arrived, so one memory
- * latency per such key (about 2 in 3 keys at 10^7 keys: 130 ns of the
- * 180 per key the whole build takes there).
+ * The peeling order fixes the payload.  It is breadth-first (format
+ * version 2, AMQ_FLAG_XOR_BFS): slots holding one key are queued in slot
+ * order, then each key taken from the queue's head queues the slots it
+ * leaves with one key.  Releases before 0.5.0 peeled depth-first, from a
+ * stack (version 1, which reads and answers the same way).  Out of cache
+ * every slot touched is a cache miss.  Depth-first, most keys came from
+ * the slot the previous key had just left alone, known only once that
+ * slot's line had arrived: one memory latency per such key.  Breadth-
+ * first, the keys in the queue are independent of the one being peeled,
+ * and the queue holds each key's hash, so the build fetches the slots of
+ * the key some entries ahead and the misses overlap: at 10^7 keys the
+ * build went from about 170 to 80 ns per key, bound now by memory
+ * throughput (two slots per key peeled, three per key counted).
+ *
+ * The build keeps a slot's count and hash xor in one entry (AmqFpSlot).
+ * Counting, whose result does not depend on the order of the keys, goes
+ * through buckets by slot range so that each range of the scratch is
+ * updated while in cache (xor_count_partitioned).  Assigning reads the keys
+ * in sequence, as peeling recorded them, and prefetches the payload slots
+ * of a key some keys ahead.
  *
  *-------------------------------------------------------------------------
  */
@@ -112,6 +121,8 @@ xor_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	f->param[1] = (uint64_t) w;
 	f->param[2] = 0;
 	f->payload_len = 3 * f->param[0] * bytes_per_slot;
+	/* built by the breadth-first peel: format version 2 */
+	f->flags |= AMQ_FLAG_XOR_BFS;
 	return AMQ_OK;
 }
 
@@ -150,8 +161,8 @@ xor_contains(const AmqFilter *f, uint64_t hash)
 #define XOR_PREFETCH_AHEAD	16
 /* keys ahead whose payload slots the assigning loop prefetches */
 #define XOR_ASSIGN_AHEAD	8
-/* slots down the peeling stack prefetched */
-#define XOR_PEEL_AHEAD		2
+/* queue entries ahead whose key's slots the peel prefetches */
+#define XOR_PEEL_AHEAD		16
 
 /*
  * Partitioned counting.  Each counting bucket covers 2^XOR_BUCKET_SHIFT
@@ -318,12 +329,13 @@ xor_count_partitioned(AmqFpSlot *sl, const uint64_t *hashes, size_t n,
 }
 
 /*
- * Scratch per slot: an AmqFpSlot (kind_fingerprint.h), alone the stack of
- * slots holding one key; per key, in peeling order, its hash (peeled_h)
- * and which of its slots it was peeled from (peeled_j), so that assigning
- * reads them in sequence rather than from the AmqFpSlot of a random slot.
- * peeled_h, alone and peeled_j are one allocation, which the partitioned
- * count uses first as its buckets.
+ * Scratch per slot: an AmqFpSlot (kind_fingerprint.h); the peeling queue,
+ * each entry a key's hash (qh) and which of its slots it was queued from
+ * (qj); and a bit per slot (gone) marking the entries whose key was peeled
+ * from another slot.  Peeled keys are written back over the queue's head,
+ * in peeling order, so that assigning reads them in sequence.  qh, qj and
+ * gone are one allocation, which the partitioned count uses first as its
+ * buckets.
  */
 static AmqStatus
 xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
@@ -335,12 +347,13 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 	const uint32_t fpmask = amq_fp_mask(w);
 	const uint64_t orig_seed = f->seed;
 	const bool	partitioned = nslots >= XOR_PARTITION_MIN;
+	const size_t ngone = (size_t) (nslots + 63) / 64;
 	AmqFpSlot  *sl = NULL;
 	uint64_t   *work = NULL;
 	size_t		nwork;
-	uint64_t   *peeled_h;
-	uint32_t   *alone;
-	uint8_t    *peeled_j;
+	uint64_t   *qh;
+	uint64_t   *gone;
+	uint8_t    *qj;
 	size_t	   *pos = NULL;
 	AmqStatus	result = AMQ_ERR_BUILD_FAILED;
 	int			attempt;
@@ -360,10 +373,10 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 	if (alloc == NULL || alloc->alloc == NULL)
 		return AMQ_ERR_NOMEM;
 	/*
-	 * work: peeled_h (8 bytes a key), alone (4 a slot), peeled_j (1 a key),
-	 * in whole uint64s; n <= nslots < 2^32, so the sum cannot overflow.
+	 * work: qh (8 bytes a slot), gone (a bit a slot), qj (1 byte a slot), in
+	 * whole uint64s; nslots < 2^32, so the sum cannot overflow.
 	 */
-	nwork = (size_t) n + ((size_t) nslots * 4 + (size_t) n + 7) / 8;
+	nwork = (size_t) nslots + ngone + ((size_t) nslots + 7) / 8;
 	sl = amq_fp_alloc(alloc, nslots, sizeof(AmqFpSlot));
 	work = sl ? amq_fp_alloc(alloc, nwork, sizeof(uint64_t)) : NULL;
 	if (partitioned && work != NULL)
@@ -373,14 +386,15 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		result = AMQ_ERR_NOMEM;
 		goto done;
 	}
-	peeled_h = work;
-	alone = (uint32_t *) (work + n);
-	peeled_j = (uint8_t *) (alone + nslots);
+	qh = work;
+	gone = work + nslots;
+	qj = (uint8_t *) (gone + ngone);
 
 	for (attempt = 0; attempt < XOR_MAX_ATTEMPTS; attempt++)
 	{
 		const uint64_t seed = amq_fp_attempt_seed(orig_seed, attempt);
-		size_t		top = 0;
+		size_t		head = 0;
+		size_t		tail = 0;
 		size_t		npeeled = 0;
 		uint64_t	s;
 
@@ -392,34 +406,43 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			xor_count_direct(sl, hashes, n, seed, blocklen);
 
 		/*
-		 * Peel.  A slot is pushed when it first holds exactly one key, which
-		 * happens at most once, so the stack never exceeds nslots.
+		 * Peel breadth-first.  A key is queued when one of its slots first
+		 * holds it alone, which happens at most once per slot, so the queue
+		 * never exceeds nslots.  The queued keys are independent of the key
+		 * being peeled, so their misses overlap: fetch the other slots of
+		 * the key some entries ahead, and its bit in gone.
 		 */
+		memset(gone, 0, ngone * sizeof(uint64_t));
 		for (s = 0; s < nslots; s++)
-			if ((sl[s].cnt >> 2) == 1)
-				alone[top++] = (uint32_t) s;
-		while (top > 0)
 		{
-			uint32_t	slot = alone[--top];
-			uint32_t	c;
+			qh[tail] = sl[s].xh;
+			qj[tail] = (uint8_t) (sl[s].cnt & 3);
+			tail += (sl[s].cnt >> 2) == 1;
+		}
+		while (head < tail)
+		{
 			uint64_t	h;
+			uint32_t	j;
 			uint64_t	p[3];
 
-			/*
-			 * The slots further down the stack are popped next unless this
-			 * key pushes one (which is then in cache): fetch them meanwhile.
-			 */
-			if (top >= XOR_PEEL_AHEAD)
-				__builtin_prefetch(&sl[alone[top - XOR_PEEL_AHEAD]], 1, 0);
-			c = sl[slot].cnt;
-			if ((c >> 2) != 1)
-				continue;		/* its key was peeled from another slot */
-			h = sl[slot].xh;
+			if (head + XOR_PEEL_AHEAD < tail)
+			{
+				uint32_t	ja = qj[head + XOR_PEEL_AHEAD];
+
+				xor_slots(qh[head + XOR_PEEL_AHEAD], blocklen, p);
+				__builtin_prefetch(&sl[p[ja == 0]], 1, 0);
+				__builtin_prefetch(&sl[p[2 - (ja == 2)]], 1, 0);
+				__builtin_prefetch(&gone[p[ja] >> 6], 0, 0);
+			}
+			h = qh[head];
+			j = qj[head];
+			head++;
 			xor_slots(h, blocklen, p);
-			peeled_h[npeeled] = h;
-			peeled_j[npeeled++] = (uint8_t) (c & 3);
-			sl[slot].cnt = 0;
-			amq_fp_slot_unpeel_others(sl, alone, &top, p, c & 3, h);
+			if (gone[p[j] >> 6] & (UINT64_C(1) << (p[j] & 63)))
+				continue;		/* peeled from another slot */
+			qh[npeeled] = h;
+			qj[npeeled++] = (uint8_t) j;
+			amq_fp_slot_unpeel_others(sl, qh, qj, &tail, gone, p, j, h);
 		}
 
 		if (npeeled == n)
@@ -431,18 +454,18 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			 */
 			for (i = n; i-- > 0;)
 			{
-				uint64_t	h = peeled_h[i];
+				uint64_t	h = qh[i];
 				uint64_t	p[3];
 
 				if (i >= XOR_ASSIGN_AHEAD)
 				{
-					xor_slots(peeled_h[i - XOR_ASSIGN_AHEAD], blocklen, p);
+					xor_slots(qh[i - XOR_ASSIGN_AHEAD], blocklen, p);
 					__builtin_prefetch(f->payload + p[0] * (w / 8), 1, 0);
 					__builtin_prefetch(f->payload + p[1] * (w / 8), 1, 0);
 					__builtin_prefetch(f->payload + p[2] * (w / 8), 1, 0);
 				}
 				xor_slots(h, blocklen, p);
-				amq_fp_assign(f->payload, p[peeled_j[i]], w, fpmask, p, h);
+				amq_fp_assign(f->payload, p[qj[i]], w, fpmask, p, h);
 			}
 			f->seed = seed;
 			result = AMQ_OK;
