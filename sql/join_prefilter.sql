@@ -308,6 +308,32 @@ SELECT removed <= unmatched AND removed >= 0.9 * unmatched AS counted_over_worke
 FROM (SELECT jp_removed('SELECT count(*) FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10') AS removed,
 		(SELECT count(*) FROM jp_big b WHERE b.a IS NOT NULL
 			AND NOT EXISTS (SELECT 1 FROM jp_bdim d WHERE d.id = b.a AND d.w < 10)) AS unmatched) s;
+-- So it does under a parallel-oblivious Hash, where each process builds its
+-- own filter and counts its own rows; also when the leader takes no part
+-- (it would have counted none)
+SET enable_parallel_hash = off;
+CREATE FUNCTION jp_oblivious(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	plan text;
+BEGIN
+	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q) p;
+	RETURN plan LIKE '%Gather%' AND plan LIKE '%Custom Scan (AmqPrefilter)%'
+		AND plan NOT LIKE '%Parallel Hash%' AND plan NOT LIKE '%Parallel Custom Scan%';
+END $$;
+SELECT jp_oblivious(q) AS parallel_oblivious,
+	removed <= unmatched AND removed >= 0.9 * unmatched AS counted_over_workers
+FROM (SELECT 'SELECT count(*) FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10' AS q) q,
+	LATERAL (SELECT jp_removed(q) AS removed,
+		(SELECT count(*) FROM jp_big b WHERE b.a IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM jp_bdim d WHERE d.id = b.a AND d.w < 10)) AS unmatched) s;
+SET parallel_leader_participation = off;
+SELECT jp_oblivious(q) AS parallel_oblivious,
+	removed <= unmatched AND removed >= 0.9 * unmatched AS counted_over_workers
+FROM (SELECT 'SELECT count(*) FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10' AS q) q,
+	LATERAL (SELECT jp_removed(q) AS removed,
+		(SELECT count(*) FROM jp_big b WHERE b.a IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM jp_bdim d WHERE d.id = b.a AND d.w < 10)) AS unmatched) s;
+RESET parallel_leader_participation;
 RESET enable_parallel_hash;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;

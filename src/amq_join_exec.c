@@ -124,13 +124,6 @@ typedef struct AmqSharedFilter
 #define AMQ_SHARED_PAYLOAD_OFFSET	TYPEALIGN(64, sizeof(AmqSharedFilter))
 #define AMQ_SHARED_PAYLOAD(sf)		((uint8 *) (sf) + AMQ_SHARED_PAYLOAD_OFFSET)
 
-/* A Parallel Hash join's prefilter's counters, summed over participants. */
-typedef struct AmqSharedPrefilter
-{
-	pg_atomic_uint64 removed;
-	pg_atomic_uint32 disabled;	/* times probing paused */
-} AmqSharedPrefilter;
-
 /* How a node hashes the join keys of its child's tuples. */
 typedef struct AmqJoinKeys
 {
@@ -166,29 +159,21 @@ typedef struct PrefilterState
 	uint64		scan_passed;
 	uint64		paused_rows;
 
-	/* all scans, for EXPLAIN ANALYZE */
-	uint64		removed;
-	bool		ever_disabled;
-
 	/*
 	 * Under Parallel Hash with shared memory: the toc to find the collector's
 	 * filter and the join's state in, once all nodes have set up theirs; the
-	 * shared filter as an AmqFilter once the build is complete; counters not
-	 * yet added to the shared ones; at shutdown, the totals of all
-	 * participants, for EXPLAIN.
+	 * shared filter as an AmqFilter once the build is complete; at shutdown,
+	 * what EXPLAIN shows of it.  (The rows removed and the pauses are the
+	 * node's instrumentation counts, nfiltered1 and nfiltered2, which the
+	 * executor sums over the workers of any parallel plan.)
 	 */
 	shm_toc    *toc;
-	AmqSharedPrefilter *spf;
 	AmqSharedFilter *sf;
 	ParallelHashJoinState *phj;
 	bool		parallel_ready;
 	AmqFilter	view;
-	uint64		unflushed_removed;
-	bool		unflushed_disabled;
-	bool		collected;		/* this segment's totals read */
+	bool		collected;		/* this segment's filter read */
 	bool		have_totals;
-	uint64		total_removed;
-	uint32		total_disabled;
 	uint64		total_inner_rows;
 	uint64		capacity;
 	uint64		payload_len;
@@ -801,20 +786,6 @@ prefilter_parallel_ready(PrefilterState *ps)
 	return true;
 }
 
-/* Add this participant's counts to the shared ones. */
-static void
-prefilter_flush(PrefilterState *ps)
-{
-	if (ps->spf == NULL)
-		return;
-	if (ps->unflushed_removed > 0)
-		pg_atomic_fetch_add_u64(&ps->spf->removed, ps->unflushed_removed);
-	if (ps->unflushed_disabled)
-		pg_atomic_fetch_add_u32(&ps->spf->disabled, 1);
-	ps->unflushed_removed = 0;
-	ps->unflushed_disabled = false;
-}
-
 /* ExecCustomScan of the pre-filter: pass up the outer rows that may match. */
 static TupleTableSlot *
 prefilter_exec(CustomScanState *node)
@@ -831,10 +802,7 @@ prefilter_exec(CustomScanState *node)
 		bool		pass;
 
 		if (TupIsNull(slot))
-		{
-			prefilter_flush(ps);
 			return slot;
-		}
 		if (ps->disabled)
 		{
 			if (++ps->paused_rows < AMQ_PREFILTER_PAUSE)
@@ -862,10 +830,7 @@ prefilter_exec(CustomScanState *node)
 		if (pass)
 			ps->scan_passed++;
 		else
-		{
-			ps->removed++;
-			ps->unflushed_removed++;
-		}
+			InstrCountFiltered1(ps, 1);
 
 		if (unlikely(ps->scan_probed == AMQ_PREFILTER_SAMPLE))
 		{
@@ -874,8 +839,7 @@ prefilter_exec(CustomScanState *node)
 				/* most rows join: probing costs more than it saves */
 				ps->disabled = true;
 				ps->paused_rows = 0;
-				ps->ever_disabled = true;
-				ps->unflushed_disabled = true;
+				InstrCountFiltered2(ps, 1);
 			}
 			ps->scan_probed = ps->scan_passed = 0;
 		}
@@ -911,11 +875,14 @@ prefilter_rescan(CustomScanState *node)
 	pass_through_rescan(node);
 }
 
-/* EstimateDSMCustomScan of the pre-filter: its shared counters. */
+/*
+ * EstimateDSMCustomScan of the pre-filter: nothing of its own (it takes the
+ * callbacks to find the collector's filter in the toc).
+ */
 static Size
 prefilter_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
-	return sizeof(AmqSharedPrefilter);
+	return 0;
 }
 
 /* InitializeDSMCustomScan of the pre-filter (leader). */
@@ -925,9 +892,6 @@ prefilter_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 {
 	PrefilterState *ps = (PrefilterState *) node;
 
-	ps->spf = (AmqSharedPrefilter *) coordinate;
-	pg_atomic_init_u64(&ps->spf->removed, 0);
-	pg_atomic_init_u32(&ps->spf->disabled, 0);
 	ps->toc = pcxt->toc;
 
 	/*
@@ -947,7 +911,6 @@ prefilter_initialize_worker(CustomScanState *node, shm_toc *toc,
 {
 	PrefilterState *ps = (PrefilterState *) node;
 
-	ps->spf = (AmqSharedPrefilter *) coordinate;
 	ps->toc = toc;
 }
 
@@ -967,27 +930,31 @@ prefilter_shutdown(CustomScanState *node)
 	 * Called again after the Gather detached from the segment (a Limit shut
 	 * its subtree down first): nothing to read there any more.
 	 */
-	if (ps->spf == NULL || ps->collected)
-		return;
-	prefilter_flush(ps);
-	if (IsParallelWorker())
+	if (ps->toc == NULL || ps->collected || IsParallelWorker())
 		return;
 	prefilter_lookup(ps);
 	ps->collected = true;
 	ps->have_totals = true;
-	ps->total_removed += pg_atomic_read_u64(&ps->spf->removed);
-	ps->total_disabled += pg_atomic_read_u32(&ps->spf->disabled);
 	ps->total_inner_rows += pg_atomic_read_u64(&ps->sf->inner_rows);
 	ps->capacity = ps->sf->capacity;
 	ps->payload_len = ps->sf->payload_len;
 }
 
-/* ExplainCustomScan of the pre-filter: its keys, its counts if ANALYZE. */
+/*
+ * ExplainCustomScan of the pre-filter: its keys, its counts if ANALYZE.
+ * The counts are those of every process that ran the node (the executor
+ * adds the workers' instrumentation to the leader's); the filter shown is
+ * the shared one under Parallel Hash, else this process's, which each
+ * process builds alike from the whole inner side.
+ */
 static void
 prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	PrefilterState *ps = (PrefilterState *) node;
 	AmqJoinFilter *f = ps->shared;
+	Instrumentation *instr = node->ss.ps.instrument;
+	uint64		removed;
+	bool		paused;
 
 	explain_keys(node, ancestors, es, "Prefilter Keys");
 	if (es->verbose)
@@ -1006,8 +973,10 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 										 pushed == AMQ_PUSHED_HAS_COPY ?
 										 "; also pushed down" : ""), es);
 	}
-	if (!es->analyze)
+	if (!es->analyze || instr == NULL)
 		return;
+	removed = (uint64) instr->nfiltered1;
+	paused = instr->nfiltered2 > 0;
 
 	if (ps->have_totals)
 	{
@@ -1018,9 +987,8 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 								(ps->payload_len + 1023) / 1024, es);
 		ExplainPropertyUInteger("Filter Inner Rows", NULL,
 								ps->total_inner_rows, es);
-		ExplainPropertyUInteger("Rows Removed by Prefilter", NULL,
-								ps->total_removed, es);
-		ExplainPropertyBool("Prefilter Disabled", ps->total_disabled > 0, es);
+		ExplainPropertyUInteger("Rows Removed by Prefilter", NULL, removed, es);
+		ExplainPropertyBool("Prefilter Disabled", paused, es);
 		return;
 	}
 	if (f->builds > 0 && !f->abandoned)
@@ -1030,11 +998,13 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 								(f->filter.payload_len + 1023) / 1024, es);
 		ExplainPropertyFloat("Filter FPR", NULL, f->filter.fpr, 4, es);
 	}
+	else if (f->abandoned)
+		ExplainPropertyText("Filter", "not built: too many inner rows", es);
 	else
-		ExplainPropertyText("Filter", f->abandoned ?
-							"not built: too many inner rows" : "not built", es);
-	ExplainPropertyUInteger("Rows Removed by Prefilter", NULL, ps->removed, es);
-	ExplainPropertyBool("Prefilter Disabled", ps->ever_disabled, es);
+		ExplainPropertyText("Filter", removed > 0 ?
+							"built by parallel workers" : "not built", es);
+	ExplainPropertyUInteger("Rows Removed by Prefilter", NULL, removed, es);
+	ExplainPropertyBool("Prefilter Disabled", paused, es);
 }
 
 /* ---- AmqPrefilterSkipped ---- */
