@@ -167,6 +167,7 @@ buffer_dedup(AmqAggState *s)
 		s->nsorted = s->nhashes;
 		return;
 	}
+	/* address space: the sort touches as much as its largest bucket needs */
 	scratch = AmqAllocBig(CurrentMemoryContext, sizeof(uint64) * s->nhashes, 0);
 	s->nhashes = amq_sort_unique(s->hashes, s->nhashes, scratch);
 	s->nsorted = s->nhashes;
