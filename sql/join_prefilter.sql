@@ -312,27 +312,25 @@ FROM (SELECT jp_removed('SELECT count(*) FROM jp_big b JOIN jp_bdim d ON b.a = d
 -- own filter and counts its own rows; also when the leader takes no part
 -- (it would have counted none)
 SET enable_parallel_hash = off;
-CREATE FUNCTION jp_oblivious(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+CREATE FUNCTION jp_counted(OUT parallel_oblivious boolean, OUT counted_over_workers boolean)
+LANGUAGE plpgsql AS $$
 DECLARE
+	q text := 'SELECT count(*) FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10';
 	plan text;
+	removed bigint;
+	unmatched bigint;
 BEGIN
 	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q) p;
-	RETURN plan LIKE '%Gather%' AND plan LIKE '%Custom Scan (AmqPrefilter)%'
+	parallel_oblivious := plan LIKE '%Gather%' AND plan LIKE '%Custom Scan (AmqPrefilter)%'
 		AND plan NOT LIKE '%Parallel Hash%' AND plan NOT LIKE '%Parallel Custom Scan%';
+	removed := jp_removed(q);
+	SELECT count(*) INTO unmatched FROM jp_big b WHERE b.a IS NOT NULL
+		AND NOT EXISTS (SELECT 1 FROM jp_bdim d WHERE d.id = b.a AND d.w < 10);
+	counted_over_workers := removed <= unmatched AND removed >= 0.9 * unmatched;
 END $$;
-SELECT jp_oblivious(q) AS parallel_oblivious,
-	removed <= unmatched AND removed >= 0.9 * unmatched AS counted_over_workers
-FROM (SELECT 'SELECT count(*) FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10' AS q) q,
-	LATERAL (SELECT jp_removed(q) AS removed,
-		(SELECT count(*) FROM jp_big b WHERE b.a IS NOT NULL
-			AND NOT EXISTS (SELECT 1 FROM jp_bdim d WHERE d.id = b.a AND d.w < 10)) AS unmatched) s;
+SELECT * FROM jp_counted();
 SET parallel_leader_participation = off;
-SELECT jp_oblivious(q) AS parallel_oblivious,
-	removed <= unmatched AND removed >= 0.9 * unmatched AS counted_over_workers
-FROM (SELECT 'SELECT count(*) FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 10' AS q) q,
-	LATERAL (SELECT jp_removed(q) AS removed,
-		(SELECT count(*) FROM jp_big b WHERE b.a IS NOT NULL
-			AND NOT EXISTS (SELECT 1 FROM jp_bdim d WHERE d.id = b.a AND d.w < 10)) AS unmatched) s;
+SELECT * FROM jp_counted();
 RESET parallel_leader_participation;
 RESET enable_parallel_hash;
 RESET parallel_setup_cost;

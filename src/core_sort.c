@@ -188,6 +188,29 @@ scatter_lines(const uint64_t *x, uint64_t *y, size_t n, int hi, int bits,
 }
 
 /*
+ * The size of each bucket of x[0..n) by the digit of width "bits" below hi,
+ * into sizes: counted, or copied from counts if given.  Returns false if
+ * all keys share the digit.
+ */
+static bool
+msd_count(const uint64_t *x, size_t n, int hi, int bits, size_t *sizes,
+		  const size_t *counts)
+{
+	size_t		nbuckets = (size_t) 1 << bits;
+	size_t		i;
+
+	if (counts != NULL)
+		memcpy(sizes, counts, nbuckets * sizeof(size_t));
+	else
+	{
+		memset(sizes, 0, nbuckets * sizeof(size_t));
+		for (i = 0; i < n; i++)
+			sizes[msd_digit(x[i], hi, bits)]++;
+	}
+	return sizes[msd_digit(x[0], hi, bits)] != n;
+}
+
+/*
  * One MSD step over a large range: count the digit of width "bits" below
  * hi and scatter x into y by it, filling ends[d] with the end of bucket d.
  * Returns false, moving nothing, if all keys share the digit.
@@ -199,17 +222,8 @@ msd_split(const uint64_t *x, uint64_t *y, size_t n, int hi, int bits,
 	size_t		nbuckets = (size_t) 1 << bits;
 	size_t		start = 0;
 	size_t		d;
-	size_t		i;
 
-	if (counts != NULL)
-		memcpy(ends, counts, nbuckets * sizeof(size_t));
-	else
-	{
-		memset(ends, 0, nbuckets * sizeof(size_t));
-		for (i = 0; i < n; i++)
-			ends[msd_digit(x[i], hi, bits)]++;
-	}
-	if (ends[msd_digit(x[0], hi, bits)] == n)
+	if (!msd_count(x, n, hi, bits, ends, counts))
 		return false;
 
 	for (d = 0; d < nbuckets; d++)
@@ -249,17 +263,8 @@ msd_permute(uint64_t *a, size_t n, int hi, int bits, size_t *ends,
 	size_t		head[SORT_MSD_BUCKETS];
 	size_t		start = 0;
 	size_t		d;
-	size_t		i;
 
-	if (counts != NULL)
-		memcpy(ends, counts, nbuckets * sizeof(size_t));
-	else
-	{
-		memset(ends, 0, nbuckets * sizeof(size_t));
-		for (i = 0; i < n; i++)
-			ends[msd_digit(a[i], hi, bits)]++;
-	}
-	if (ends[msd_digit(a[0], hi, bits)] == n)
+	if (!msd_count(a, n, hi, bits, ends, counts))
 		return false;
 
 	for (d = 0; d < nbuckets; d++)

@@ -95,6 +95,19 @@ make_filter(const AmqKindOps *ops, AmqFilter *f, uint64_t capacity,
 	return st;
 }
 
+/*
+ * Set the format version byte of the serialized filter buf (len bytes),
+ * write the checksum that goes with it, and parse it into out.
+ */
+AmqStatus
+parse_as_version(uint8_t *buf, size_t len, int version, AmqFilter *out)
+{
+	buf[AMQ_OFF_VERSION] = (uint8_t) version;
+	amq_store64(buf + AMQ_OFF_CHECKSUM,
+				amq_checksum(buf, buf + AMQ_HEADER_SIZE, len - AMQ_HEADER_SIZE));
+	return amq_parse(buf, len, out);
+}
+
 void
 free_filter(AmqFilter *f)
 {

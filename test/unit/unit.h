@@ -37,6 +37,9 @@ extern void *xcalloc(size_t n, size_t size);
 extern AmqStatus make_filter(const AmqKindOps *ops, AmqFilter *f,
 							 uint64_t capacity, double fpr, uint64_t seed);
 extern void free_filter(AmqFilter *f);
+/* buf's version byte set (its checksum rewritten), then amq_parse */
+extern AmqStatus parse_as_version(uint8_t *buf, size_t len, int version,
+								  AmqFilter *out);
 extern void copy_filter(AmqFilter *dst, const AmqFilter *src);
 
 /* dynamic kinds: add key_in(from..to-1); count those contains() misses */
