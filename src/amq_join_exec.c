@@ -952,7 +952,6 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	PrefilterState *ps = (PrefilterState *) node;
 	AmqJoinFilter *f = ps->shared;
-	Instrumentation *instr = node->ss.ps.instrument;
 	uint64		removed;
 	bool		paused;
 
@@ -973,10 +972,11 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 										 pushed == AMQ_PUSHED_HAS_COPY ?
 										 "; also pushed down" : ""), es);
 	}
-	if (!es->analyze || instr == NULL)
+	/* (the instrumentation's type was renamed in 19: not named here) */
+	if (!es->analyze || node->ss.ps.instrument == NULL)
 		return;
-	removed = (uint64) instr->nfiltered1;
-	paused = instr->nfiltered2 > 0;
+	removed = (uint64) node->ss.ps.instrument->nfiltered1;
+	paused = node->ss.ps.instrument->nfiltered2 > 0;
 
 	if (ps->have_totals)
 	{
