@@ -276,7 +276,9 @@ amq_fp_slot_prefetch(AmqFpSlot *sl, const uint64_t *p)
  * Take key h out of slot q, its k-th.  When one key is left there, queue
  * that key: its hash and which of its slots q is (qh, qj at *tail).  When
  * none is, the key queued from q has just been peeled from another slot:
- * mark q in gone, so that its queue entry is skipped.
+ * mark q in gone, so that its queue entry is skipped.  The entry at *tail
+ * is written either way (no branch), so qh and qj need one entry beyond
+ * the most the queue can hold.
  */
 static inline void
 amq_fp_slot_unpeel_one(AmqFpSlot *sl, uint64_t *qh, uint8_t *qj, size_t *tail,

@@ -374,9 +374,12 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		return AMQ_ERR_NOMEM;
 	/*
 	 * work: qh (8 bytes a slot), gone (a bit a slot), qj (1 byte a slot), in
-	 * whole uint64s; nslots < 2^32, so the sum cannot overflow.
+	 * whole uint64s; nslots < 2^32, so the sum cannot overflow.  qh and qj
+	 * have one entry more than the queue can hold: amq_fp_slot_unpeel_one
+	 * writes an entry at the tail whether or not it queues it, and every
+	 * slot holding a key is queued once, so the tail can be nslots then.
 	 */
-	nwork = (size_t) nslots + ngone + ((size_t) nslots + 7) / 8;
+	nwork = (size_t) nslots + 1 + ngone + ((size_t) nslots + 1 + 7) / 8;
 	sl = amq_fp_alloc(alloc, nslots, sizeof(AmqFpSlot));
 	work = sl ? amq_fp_alloc(alloc, nwork, sizeof(uint64_t)) : NULL;
 	if (partitioned && work != NULL)
@@ -387,7 +390,7 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		goto done;
 	}
 	qh = work;
-	gone = work + nslots;
+	gone = work + nslots + 1;
 	qj = (uint8_t *) (gone + ngone);
 
 	for (attempt = 0; attempt < XOR_MAX_ATTEMPTS; attempt++)
