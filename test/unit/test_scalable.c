@@ -673,10 +673,7 @@ test_scalable_sized(void)
 		  "scalable sized: the layout does not pass check() without the flag", NULL);
 
 	/* format version 2 goes with the flag, and only on scalable */
-	len = AMQ_HEADER_SIZE + f.payload_len;
-	buf = xcalloc(1, len);
-	memcpy(buf + AMQ_HEADER_SIZE, f.payload, f.payload_len);
-	amq_write_header(&f, buf);
+	buf = serialize_filter(&f, &len);
 	check(buf[AMQ_OFF_VERSION] == 2 && amq_parse(buf, len, &g) == AMQ_OK &&
 		  g.flags == AMQ_FLAG_SCALABLE_SIZED,
 		  "scalable sized: written as format version 2, and parsed back", NULL);
@@ -688,9 +685,7 @@ test_scalable_sized(void)
 	free_filter(&f);
 
 	check(make_filter(OPS, &f, 100, 0.01, 0) == AMQ_OK, "scalable: plan", NULL);
-	len = AMQ_HEADER_SIZE + f.payload_len;
-	buf = xcalloc(1, len);
-	amq_write_header(&f, buf);
+	buf = serialize_filter(&f, &len);
 	check(buf[AMQ_OFF_VERSION] == 1, "scalable unsized: still written as version 1", NULL);
 	check(parse_as_version(buf, len, 2, &g) == AMQ_ERR_CORRUPT,
 		  "scalable unsized: version 2 without the flag is refused", NULL);
@@ -704,9 +699,7 @@ test_scalable_sized(void)
 		  "amq_plan_flags: the sized flag only for scalable, no other flag", NULL);
 	make_filter(&amq_blocked_ops, &f, 100, 0.01, 0);
 	f.flags = AMQ_FLAG_SCALABLE_SIZED;
-	len = AMQ_HEADER_SIZE + f.payload_len;
-	buf = xcalloc(1, len);
-	amq_write_header(&f, buf);
+	buf = serialize_filter(&f, &len);
 	check(amq_parse(buf, len, &g) == AMQ_ERR_CORRUPT,
 		  "blocked with the scalable flag is refused", NULL);
 	free(buf);

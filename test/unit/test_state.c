@@ -55,12 +55,8 @@ filter_bytes(uint8_t family, size_t *len)
 	add_range(&amq_blocked_ops, &f, 0, 100);
 	f.key_family = family;
 	f.nkeys = 100;
-	*len = AMQ_HEADER_SIZE + f.payload_len;
-	buf = xcalloc(1, *len);
-	memcpy(buf + AMQ_HEADER_SIZE, f.payload, f.payload_len);
+	buf = serialize_filter(&f, len);
 	free_filter(&f);
-	f.payload = buf + AMQ_HEADER_SIZE;
-	amq_write_header(&f, buf);
 	return buf;
 }
 

@@ -150,10 +150,7 @@ test_xor_version(void)
 	check(static_make(ops, &f, keys, n, 0.01, 7, NULL) == AMQ_OK &&
 		  f.flags == AMQ_FLAG_XOR_BFS,
 		  "xor version: a build carries the breadth-first flag", NULL);
-	len = AMQ_HEADER_SIZE + f.payload_len;
-	buf = xcalloc(1, len);
-	memcpy(buf + AMQ_HEADER_SIZE, f.payload, f.payload_len);
-	amq_write_header(&f, buf);
+	buf = serialize_filter(&f, &len);
 	check(buf[AMQ_OFF_VERSION] == 2 && amq_parse(buf, len, &g) == AMQ_OK &&
 		  g.flags == AMQ_FLAG_XOR_BFS,
 		  "xor version: written as format version 2, and parsed back", NULL);
@@ -180,10 +177,7 @@ test_xor_version(void)
 	check(static_make(&amq_fuse_ops, &f, keys, 100, 0.01, 7, NULL) == AMQ_OK,
 		  "xor version: a fuse filter", NULL);
 	f.flags = AMQ_FLAG_XOR_BFS;
-	len = AMQ_HEADER_SIZE + f.payload_len;
-	buf = xcalloc(1, len);
-	memcpy(buf + AMQ_HEADER_SIZE, f.payload, f.payload_len);
-	amq_write_header(&f, buf);
+	buf = serialize_filter(&f, &len);
 	check(amq_parse(buf, len, &g) == AMQ_ERR_CORRUPT,
 		  "xor version: fuse with the xor flag is refused", NULL);
 	free(buf);

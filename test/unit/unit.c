@@ -95,6 +95,19 @@ make_filter(const AmqKindOps *ops, AmqFilter *f, uint64_t capacity,
 	return st;
 }
 
+/* f serialized: a header written for it, then its payload, in a new buffer */
+uint8_t *
+serialize_filter(const AmqFilter *f, size_t *len)
+{
+	uint8_t    *buf;
+
+	*len = AMQ_HEADER_SIZE + f->payload_len;
+	buf = xcalloc(1, *len);
+	memcpy(buf + AMQ_HEADER_SIZE, f->payload, f->payload_len);
+	amq_write_header(f, buf);
+	return buf;
+}
+
 /*
  * Set the format version byte of the serialized filter buf (len bytes),
  * write the checksum that goes with it, and parse it into out.

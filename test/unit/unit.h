@@ -37,6 +37,8 @@ extern void *xcalloc(size_t n, size_t size);
 extern AmqStatus make_filter(const AmqKindOps *ops, AmqFilter *f,
 							 uint64_t capacity, double fpr, uint64_t seed);
 extern void free_filter(AmqFilter *f);
+/* f's bytes (header and payload) in a new buffer of *len bytes (free) */
+extern uint8_t *serialize_filter(const AmqFilter *f, size_t *len);
 /* buf's version byte set (its checksum rewritten), then amq_parse */
 extern AmqStatus parse_as_version(uint8_t *buf, size_t len, int version,
 								  AmqFilter *out);
