@@ -629,6 +629,19 @@ state_peek(Datum d, AmqAggState *tmp, MemoryContext mcxt)
 }
 
 /*
+ * The object of d, an expanded datum: DatumGetEOHP without a call, since
+ * the transition function reads it once per row.
+ */
+static inline ExpandedObjectHeader *
+expanded_object(Datum d)
+{
+	varatt_expanded ptr;
+
+	memcpy(&ptr, VARDATA_EXTERNAL(DatumGetPointer(d)), sizeof(ptr));
+	return ptr.eohptr;
+}
+
+/*
  * Argument n of a transition or combine function: the read-write expanded
  * state the aggregate passes back.  (Without an initial value and with
  * functions that are not strict, nothing else reaches them.)
@@ -641,7 +654,7 @@ state_rw_arg(FunctionCallInfo fcinfo, int n)
 
 	if (likely(VARATT_IS_EXTERNAL_EXPANDED_RW(DatumGetPointer(d))))
 	{
-		s = (AmqAggState *) DatumGetEOHP(d);
+		s = (AmqAggState *) expanded_object(d);
 		if (likely(s->eoh.eoh_methods == &state_methods))
 			return s;
 	}
