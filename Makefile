@@ -7,7 +7,7 @@ MODULE_big = bloomamq
 # Pure-C filter core (no PostgreSQL calls): also built into the unit tests,
 # fuzz harnesses and C benchmarks.
 CORE_OBJS = src/core_format.o src/core_kinds.o src/core_parquet.o \
-	src/core_sort.o \
+	src/core_sort.o src/core_union.o \
 	$(patsubst %.c,%.o,$(sort $(wildcard src/kind_*.c)))
 OBJS = $(CORE_OBJS) src/bloomamq.o src/amq_hashing.o src/amqfilter.o \
 	src/amq_bridge.o src/amq_funcs.o src/amq_parquet.o src/amq_agg.o \

@@ -73,6 +73,8 @@ PG_FUNCTION_INFO_V1(amqaggstate_recv);
 
 /* sorted partial states a combined state keeps to merge at once */
 #define MAX_RUNS		16
+StaticAssertDecl(MAX_RUNS + 1 <= AMQ_UNION_MAX_RUNS,
+				 "a state's buffer and runs must fit amq_union_count");
 
 /* hashes of a fixed-size filter waiting for their prefetched lines */
 #define FILTER_BATCH	32
@@ -150,7 +152,6 @@ state_set_filter(AmqAggState *s, struct varlena *v)
 
 static void merge_runs(AmqAggState *s);
 static int	state_runs(const AmqAggState *s, const uint64 **head, const uint64 **end);
-static Size count_union(const uint64 **head, const uint64 **end, int k);
 static void filter_flush(AmqAggState *s);
 
 /* Sort and deduplicate the buffer in place. */
@@ -387,8 +388,14 @@ state_write(const AmqAggState *s, uint8 *p)
 	amq_state_write_header(&hdr, p);
 	p += AMQ_STATE_HEADER;
 	if (s->mode == AGG_BUFFER)
+	{
+#ifdef AMQ_BIG_ENDIAN
 		for (Size i = 0; i < s->nhashes; i++)
 			amq_store64(p + 8 * i, s->hashes[i]);
+#else
+		memcpy(p, s->hashes, sizeof(uint64) * s->nhashes);
+#endif
+	}
 	else
 		memcpy(p, VARDATA(s->filter), VARSIZE(s->filter) - VARHDRSZ);
 }
@@ -439,18 +446,20 @@ state_read(const uint8 *buf, Size len, AmqAggState *s, int errcode)
 	s->capacity = hdr.capacity;
 	if (s->mode == AGG_BUFFER)
 	{
-		bool		sorted = true;
+		uint64		unsorted = 0;
 
 		buffer_reserve(s, hdr.nhashes);
+#ifdef AMQ_BIG_ENDIAN
 		for (Size i = 0; i < hdr.nhashes; i++)
-		{
 			s->hashes[i] = amq_load64(hdr.body + 8 * i);
-			/* as written by state_write; but the bytes are not trusted */
-			if (i > 0 && s->hashes[i] <= s->hashes[i - 1])
-				sorted = false;
-		}
+#else
+		memcpy(s->hashes, hdr.body, sizeof(uint64) * hdr.nhashes);
+#endif
+		/* sorted and distinct as state_write wrote them?  Not trusted. */
+		for (Size i = 1; i < hdr.nhashes; i++)
+			unsorted |= (s->hashes[i] <= s->hashes[i - 1]);
 		s->nhashes = hdr.nhashes;
-		s->nsorted = sorted ? hdr.nhashes : 0;
+		s->nsorted = unsorted ? 0 : hdr.nhashes;
 	}
 	else
 	{
@@ -927,7 +936,7 @@ state_final(AmqAggState *s)
 		for (int r = 0; r < k; r++)
 			lens[r] = end[r] - head[r];
 		return AmqBuildFromRuns(s->kind, s->fpr, &s->keyinfo, head, lens, k,
-								count_union(head, end, k), s->capacity);
+								amq_union_count(head, end, k), s->capacity);
 	}
 	if (s->mode == AGG_BUFFER)
 	{
@@ -992,127 +1001,6 @@ state_runs(const AmqAggState *s, const uint64 **head, const uint64 **end)
 	return k;
 }
 
-/* Of the k runs p[r]..e[r], drop those that ended: how many are left. */
-static inline int
-drop_ended_runs(const uint64 **p, const uint64 **e, int k)
-{
-	for (int r = 0; r < k;)
-	{
-		if (p[r] == e[r])
-		{
-			p[r] = p[k - 1];
-			e[r] = e[k - 1];
-			k--;
-			continue;
-		}
-		r++;
-	}
-	return k;
-}
-
-/*
- * The smallest head of the k ascending, distinct runs p[r]..e[r], every run
- * that holds it advanced past it, branch-free but for the loops; runs that
- * end leave (*k).
- */
-static inline uint64
-union_next(const uint64 **p, const uint64 **e, int *k)
-{
-	uint64		v = *p[0];
-
-	for (int r = 1; r < *k; r++)
-		v = Min(v, *p[r]);
-	for (int r = 0; r < *k; r++)
-		p[r] += (*p[r] == v);
-	*k = drop_ended_runs(p, e, *k);
-	return v;
-}
-
-/*
- * How many distinct hashes k ascending, distinct runs hold together: a merge
- * that writes nothing (union_next).  Three runs, the usual partial states of
- * two workers and the leader, are unrolled into registers with one test of
- * their ends a step.
- */
-static Size
-count_union(const uint64 **head, const uint64 **end, int k)
-{
-	const uint64 *p[MAX_RUNS + 1];
-	const uint64 *e[MAX_RUNS + 1];
-	Size		n = 0;
-
-	memcpy(p, head, k * sizeof(p[0]));
-	memcpy(e, end, k * sizeof(e[0]));
-	while (k == 3)
-	{
-		uint64		a = *p[0],
-					b = *p[1],
-					c = *p[2];
-		uint64		v = Min(a, Min(b, c));
-
-		n++;
-		p[0] += (a == v);
-		p[1] += (b == v);
-		p[2] += (c == v);
-		if (unlikely(p[0] == e[0] || p[1] == e[1] || p[2] == e[2]))
-			k = drop_ended_runs(p, e, k);
-	}
-	while (k > 1)
-	{
-		(void) union_next(p, e, &k);
-		n++;
-	}
-	if (k == 1)
-		n += e[0] - p[0];
-	return n;
-}
-
-/*
- * Merge the ascending, distinct x[0..nx) and y[0..ny) into out, dropping
- * the keys both hold; returns the count.  Branch-free but for the loop.
- * out may be y itself or memory before it: out never gets ahead of y.
- */
-static Size
-merge2(const uint64 *x, Size nx, const uint64 *y, Size ny, uint64 *out)
-{
-	Size		i = 0,
-				j = 0,
-				w = 0;
-
-	while (i < nx && j < ny)
-	{
-		uint64		u = x[i];
-		uint64		v = y[j];
-
-		out[w++] = u < v ? u : v;
-		i += (u <= v);
-		j += (v <= u);
-	}
-	while (i < nx)
-		out[w++] = x[i++];
-	if (out + w != y + j)
-		memmove(out + w, y + j, (ny - j) * sizeof(uint64));
-	return w + (ny - j);
-}
-
-/* Merge k (>= 1) ascending, distinct runs into out, dropping repeats. */
-static Size
-merge_k(const uint64 **head, const uint64 **end, int k, uint64 *out)
-{
-	Size		w = 0;
-
-	if (k == 1)
-	{
-		memcpy(out, head[0], (end[0] - head[0]) * sizeof(uint64));
-		return end[0] - head[0];
-	}
-	if (k == 2)
-		return merge2(head[0], end[0] - head[0], head[1], end[1] - head[1], out);
-	while (k > 0)
-		out[w++] = union_next(head, end, &k);
-	return w;
-}
-
 /*
  * s's hashes := the union of its sorted, distinct buffer and its runs (each
  * sorted and distinct), merged into one new buffer: the partial states of a
@@ -1141,12 +1029,12 @@ merge_runs(AmqAggState *s)
 
 	out = AmqAllocBig(s->mcxt, sizeof(uint64) * total, 0);
 	if (k == 1)
-		s->nhashes = merge_k(head, end, 1, out);
+		s->nhashes = amq_union_merge(head, end, 1, out);
 	else
 	{
 		n0 = end[0] - head[0];
-		ntail = merge_k(head + 1, end + 1, k - 1, out + n0);
-		s->nhashes = merge2(head[0], n0, out + n0, ntail, out);
+		ntail = amq_union_merge(head + 1, end + 1, k - 1, out + n0);
+		s->nhashes = amq_merge2(head[0], n0, out + n0, ntail, out);
 	}
 	if (s->hashes != NULL)
 		pfree(s->hashes);

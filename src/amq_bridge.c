@@ -618,8 +618,7 @@ build_from_runs(int kind, double fpr, const AmqFilter *keyinfo,
 		else if (kind == AMQ_KIND_BLOCKED && f.seed == 0)
 		{
 			/* sorted hashes fill the blocks in order, a block at a time */
-			for (int r = 0; r < nruns; r++)
-				amq_blocked_fill(f.payload, f.param[0], runs[r], lens[r]);
+			amq_blocked_fill_runs(f.payload, f.param[0], runs, lens, nruns);
 		}
 		else
 		{

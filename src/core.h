@@ -408,6 +408,15 @@ extern AmqStatus amq_bitarray_merge(AmqFilter *dst, const AmqFilter *src,
 /* core_sort.c: sort ascending and drop duplicates in place; returns new n */
 extern size_t amq_sort_unique(uint64_t *a, size_t n, uint64_t *scratch);
 
+/* core_union.c: unions of ascending, distinct runs of hashes */
+#define AMQ_UNION_MAX_RUNS	32
+extern size_t amq_union_count(const uint64_t *const *head,
+							  const uint64_t *const *end, int k);
+extern size_t amq_union_merge(const uint64_t *const *head,
+							  const uint64_t *const *end, int k, uint64_t *out);
+extern size_t amq_merge2(const uint64_t *x, size_t nx, const uint64_t *y,
+						 size_t ny, uint64_t *out);
+
 /* kinds */
 extern const AmqKindOps amq_bloom_ops;
 extern const AmqKindOps amq_blocked_ops;

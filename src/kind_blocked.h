@@ -146,4 +146,12 @@ amq_blocked_insert_run(uint8_t *payload, uint64_t nblocks,
 extern void amq_blocked_fill(uint8_t *payload, uint64_t nblocks,
 							 const uint64_t *hashes, size_t n);
 
+/* more runs than this are filled one after another */
+#define AMQ_BLOCKED_FILL_MAX_RUNS	32
+
+/* amq_blocked_fill of several ascending runs, a segment of blocks at a time */
+extern void amq_blocked_fill_runs(uint8_t *payload, uint64_t nblocks,
+								  const uint64_t *const *runs,
+								  const size_t *lens, int nruns);
+
 #endif							/* KIND_BLOCKED_H */

@@ -544,6 +544,70 @@ test_blocked_fill(void)
 	}
 }
 
+/*
+ * amq_blocked_fill_runs gives the same bytes as adding each key of each run
+ * alone: 1 to 5 ascending runs that share some keys, over filters of fewer
+ * and of more blocks than its segment, with the extreme hashes.
+ */
+static void
+test_blocked_fill_runs(void)
+{
+	const AmqKindOps *ops = &amq_blocked_ops;
+	const size_t counts[] = {0, 1, 1000, 400000};
+
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+	{
+		size_t		n = counts[c];
+		uint64_t   *h = xcalloc(n + 2, sizeof(uint64_t));
+		uint64_t   *scratch = xcalloc(n + 2, sizeof(uint64_t));
+		uint64_t   *store = xcalloc(5 * (n + 2), sizeof(uint64_t));
+		size_t		m;
+
+		for (size_t i = 0; i < n; i++)
+			h[i] = key_in(i);
+		if (n >= 2)
+		{
+			h[0] = 0;
+			h[1] = UINT64_MAX;
+		}
+		m = amq_sort_unique(h, n, scratch);
+		for (int nruns = 1; nruns <= 5; nruns++)
+		{
+			const uint64_t *runs[5];
+			size_t		lens[5];
+			AmqFilter	one,
+						fill;
+
+			/* run r takes key i when bit r of a mix of i is set: some share keys */
+			for (int r = 0; r < nruns; r++)
+			{
+				uint64_t   *run = store + r * (n + 2);
+
+				lens[r] = 0;
+				for (size_t i = 0; i < m; i++)
+					if (((i * UINT64_C(0x9e3779b97f4a7c15)) >> (40 + r)) & 1)
+						run[lens[r]++] = h[i];
+				runs[r] = run;
+			}
+			make_filter(ops, &one, m > 0 ? m : 1, 0.01, 0);
+			copy_filter(&fill, &one);
+			for (int r = 0; r < nruns; r++)
+				for (size_t i = 0; i < lens[r]; i++)
+					ops->add(&one, runs[r][i]);
+			amq_blocked_fill_runs(fill.payload, fill.param[0], runs, lens, nruns);
+			check(memcmp(one.payload, fill.payload, one.payload_len) == 0,
+				  "blocked fill of runs: the same bytes as one add per key",
+				  "n=%zu runs=%d blocks=%llu", n, nruns,
+				  (unsigned long long) one.param[0]);
+			free_filter(&one);
+			free_filter(&fill);
+		}
+		free(h);
+		free(scratch);
+		free(store);
+	}
+}
+
 int
 main(void)
 {
@@ -568,6 +632,7 @@ main(void)
 	test_bloom_layout();
 	test_blocked_layout();
 	test_blocked_fill();
+	test_blocked_fill_runs();
 	test_span();
 	test_merge(&amq_bloom_ops);
 	test_merge(&amq_blocked_ops);
@@ -596,6 +661,8 @@ main(void)
 		test_state();
 	if (test_parquet)
 		test_parquet();
+	if (test_union)
+		test_union();
 
 	time_sort();
 	time_probes(&amq_bloom_ops);

@@ -71,5 +71,6 @@ extern void test_fuse(void) __attribute__((weak));
 extern void test_ribbon(void) __attribute__((weak));
 extern void test_state(void) __attribute__((weak));
 extern void test_parquet(void) __attribute__((weak));
+extern void test_union(void) __attribute__((weak));
 
 #endif							/* UNIT_H */

@@ -1,0 +1,144 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_union.c
+ *	  Unit tests of the unions of sorted runs (core_union.c): the count a
+ *	  combined amq_agg state plans its filter with, and the merge, against
+ *	  sorting all the runs' hashes together.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "unit.h"
+
+/*
+ * k runs of the n distinct, ascending hashes h: run r takes hash i when a
+ * mix of i and r says so (shared names how many runs share a hash, about:
+ * 0 disjoint, 1 some, 2 most).  Runs go to store, k * n long.
+ */
+static void
+make_runs(const uint64_t *h, size_t n, int k, int shared, uint64_t *store,
+		  const uint64_t **head, const uint64_t **end)
+{
+	for (int r = 0; r < k; r++)
+	{
+		uint64_t   *run = store + (size_t) r * n;
+		size_t		len = 0;
+
+		for (size_t i = 0; i < n; i++)
+		{
+			uint64_t	mix = (i * 4 + r + 1) * UINT64_C(0x9e3779b97f4a7c15);
+			bool		take;
+
+			if (shared == 0)
+				take = (i % k) == (size_t) r;
+			else if (shared == 1)
+				take = (mix >> 61) < 3;
+			else
+				take = (mix >> 61) < 7;
+			if (take)
+				run[len++] = h[i];
+		}
+		head[r] = run;
+		end[r] = run + len;
+	}
+}
+
+/* the distinct hashes of the k runs, by sorting them all */
+static size_t
+reference_union(const uint64_t **head, const uint64_t **end, int k,
+				uint64_t *out, uint64_t *scratch)
+{
+	size_t		n = 0;
+
+	for (int r = 0; r < k; r++)
+		for (const uint64_t *p = head[r]; p < end[r]; p++)
+			out[n++] = *p;
+	return amq_sort_unique(out, n, scratch);
+}
+
+void
+test_union(void)
+{
+	/* hashes all below 2^63, all above, spread, and the extremes */
+	const size_t sizes[] = {0, 1, 2, 5, 100, 20000};
+
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
+	{
+		size_t		n = sizes[si];
+		uint64_t   *h = xcalloc(n + 1, sizeof(uint64_t));
+		uint64_t   *scratch = xcalloc(6 * n + 1, sizeof(uint64_t));
+		uint64_t   *store = xcalloc(5 * n + 1, sizeof(uint64_t));
+		uint64_t   *want = xcalloc(5 * n + 1, sizeof(uint64_t));
+		uint64_t   *got = xcalloc(5 * n + 1, sizeof(uint64_t));
+
+		for (int spread = 0; spread < 3; spread++)
+		{
+			char		fail[160] = "";
+			size_t		m;
+
+			for (size_t i = 0; i < n; i++)
+			{
+				h[i] = key_in(i);
+				if (spread == 0)
+					h[i] >>= 1;		/* all in the lower half */
+				else if (spread == 1)
+					h[i] |= UINT64_C(1) << 63;	/* all in the upper half */
+			}
+			if (spread == 2 && n >= 2)
+			{
+				h[0] = 0;
+				h[1] = UINT64_MAX;
+			}
+			m = amq_sort_unique(h, n, scratch);
+
+			for (int k = 1; k <= 5; k++)
+			{
+				for (int shared = 0; shared <= 2; shared++)
+				{
+					const uint64_t *head[5];
+					const uint64_t *end[5];
+					size_t		nwant;
+					size_t		count;
+					size_t		merged;
+
+					make_runs(h, m, k, shared, store, head, end);
+					nwant = reference_union(head, end, k, want, scratch);
+					count = amq_union_count(head, end, k);
+					merged = amq_union_merge(head, end, k, got);
+					if (count != nwant || merged != nwant ||
+						memcmp(got, want, nwant * sizeof(uint64_t)) != 0)
+					{
+						snprintf(fail, sizeof(fail),
+								 "runs=%d shared=%d: %zu and %zu, want %zu",
+								 k, shared, count, merged, nwant);
+						continue;
+					}
+					if (k == 2)
+					{
+						/* in place, as a combined state merges: y at out's end */
+						size_t		nx = end[0] - head[0];
+						size_t		ny = end[1] - head[1];
+
+						memcpy(got + nx, head[1], ny * sizeof(uint64_t));
+						merged = amq_merge2(head[0], nx, got + nx, ny, got);
+						if (merged != nwant ||
+							memcmp(got, want, nwant * sizeof(uint64_t)) != 0)
+							snprintf(fail, sizeof(fail),
+									 "shared=%d: in place, %zu, want %zu",
+									 shared, merged, nwant);
+					}
+				}
+			}
+			check(fail[0] == '\0',
+				  "union of 1 to 5 runs: count and merge as sorting them all",
+				  "n=%zu spread=%d %s", n, spread, fail);
+		}
+		free(h);
+		free(scratch);
+		free(store);
+		free(want);
+		free(got);
+	}
+}
