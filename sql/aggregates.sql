@@ -90,6 +90,34 @@ SET parallel_leader_participation = on;
 CREATE TABLE par3 AS SELECT amq_agg(id % 7000) AS fd, amq_agg(id, 0.01, 'fuse') AS ff FROM ev;
 EXPLAIN (COSTS OFF) SELECT amq_union_agg(f) FROM per_group;
 CREATE TABLE par_union AS SELECT amq_union_agg(f) AS u FROM per_group_fixed;
+-- partial states of 8192 hashes or more go to the leader through the
+-- query's shared memory (each plan has partial aggregates below a Gather):
+-- grouped, and rescanned (a nested loop runs the Gather again for each
+-- outer row; each run's shared memory is freed at the next)
+CREATE FUNCTION pg_temp.partial_plan(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	plan text := '';
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+		plan := plan || line || E'\n';
+	END LOOP;
+	RETURN plan LIKE '%Gather%' AND plan LIKE '%Partial%Aggregate%';
+END $$;
+CREATE TABLE ev2 AS SELECT id, id % 2 AS k FROM ev WHERE id IS NOT NULL;
+ANALYZE ev2;
+SELECT pg_temp.partial_plan('SELECT k, amq_agg(id) FROM ev2 GROUP BY k') AS grouped_partial;
+CREATE TABLE par_grouped AS SELECT k, amq_agg(id) AS f FROM ev2 GROUP BY k;
+SET enable_material = off;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SELECT pg_temp.partial_plan('SELECT x, s.f FROM (SELECT x FROM generate_series(1, 3) x WHERE random() >= 0) x,
+	(SELECT amq_agg(id) AS f FROM ev) s') AS rescanned_partial;
+CREATE TABLE par_rescanned AS SELECT x, s.f FROM (SELECT x FROM generate_series(1, 3) x WHERE random() >= 0) x,
+	(SELECT amq_agg(id) AS f FROM ev) s;
+RESET enable_material;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
@@ -111,6 +139,10 @@ FROM par_union;
 SELECT amq_count(fd) AS keys, fd::bytea = (SELECT amq_agg(id % 7000) FROM ev)::bytea AS same_repeated,
 	ff::bytea = (SELECT amq_agg(id, 0.01, 'fuse') FROM ev)::bytea AS same_fuse
 FROM par3;
+SELECT k, f::bytea = (SELECT amq_agg(id) FROM ev2 e WHERE e.k = p.k)::bytea AS same_grouped
+FROM par_grouped p ORDER BY k;
+SELECT count(*) AS runs, bool_and(f::bytea = (SELECT amq_agg(id) FROM ev)::bytea) AS same_rescanned
+FROM par_rescanned;
 RESET max_parallel_workers_per_gather;
 
 -- which amq_agg a call resolves to: the overload of its key type (state

@@ -32,6 +32,15 @@
  * Buffers of many megabytes ask the kernel for transparent huge pages
  * (AmqAllocBig).
  *
+ * A partial state of many hashes below a Gather does not go to the leader
+ * as a tuple of its hashes: through a worker's tuple queue that is 64 kB at
+ * a time with a wake-up of the other process for every quarter of it (26 MB
+ * of hashes per worker at 10^7 keys), and nodeAgg copies the first tuple it
+ * combines (usually the leader's own state) twice more.  The partial
+ * aggregate copies its hashes into the query's dynamic shared memory area
+ * and its tuple says only where they are (AMQ_STATE_SHARED); the combine
+ * copies them out and frees them (state_share, state_take_shared).
+ *
  * A buffer that outgrows what one varlena (and so a serialized partial
  * state or the final filter) can carry is an error with a hint, never an
  * out-of-memory kill.
@@ -40,6 +49,8 @@
  */
 #include "compat.h"
 
+#include "access/xact.h"
+#include "executor/execParallel.h"
 #include "fmgr.h"
 #include "libpq/pqformat.h"
 #include "nodes/execnodes.h"
@@ -79,6 +90,12 @@ StaticAssertDecl(MAX_RUNS + 1 <= AMQ_UNION_MAX_RUNS,
 /* hashes of a fixed-size filter waiting for their prefetched lines */
 #define FILTER_BATCH	32
 
+/* partial states of at least this many hashes go through shared memory */
+#define SHARE_MIN_HASHES	8192
+
+/* the body of an AMQ_STATE_SHARED state: where the hashes are */
+#define SHARED_BODY		24
+
 /* the modes are those of the serialized state (core.h) */
 typedef enum AggMode
 {
@@ -109,6 +126,13 @@ typedef struct AmqAggState
 	int			nruns;			/* more sorted, distinct hashes: merged later */
 	struct AggRuns *runs;		/* allocated on the first combine that needs it */
 
+	/*
+	 * A partial state below a Gather: the query's shared memory area, and
+	 * the copy of the hashes state_body_size made there for state_write.
+	 */
+	dsa_area   *share_area;
+	dsa_pointer share_dp;
+
 	/* AGG_FILTER: f points into filter */
 	struct varlena *filter;
 	AmqFilter	f;
@@ -121,7 +145,24 @@ typedef struct AggRuns
 {
 	const uint64 *run[MAX_RUNS];
 	Size		len[MAX_RUNS];
+	struct SharedRun *shared[MAX_RUNS]; /* a run in shared memory, or NULL */
 } AggRuns;
+
+/*
+ * A partial state's hashes in the query's shared memory (state_share), kept
+ * as a run of the combining state instead of being copied out: freed when
+ * the runs are merged, or when the state's memory goes while the area is
+ * still attached (a rescan); at the query's end or an abort the area goes
+ * with everything in it.
+ */
+typedef struct SharedRun
+{
+	MemoryContextCallback cb;
+	dsa_area   *area;
+	dsa_pointer dp;
+	PlanState  *gather;			/* the Gather whose area it is, or NULL: the
+								 * parallel worker's own (es_query_dsa) */
+} SharedRun;
 
 static pg_noinline AmqAggState *agg_trans_slow(FunctionCallInfo fcinfo,
 												AmqAggState *s, bool expanded);
@@ -151,6 +192,8 @@ state_set_filter(AmqAggState *s, struct varlena *v)
 }
 
 static void merge_runs(AmqAggState *s);
+static void shared_run_free(SharedRun *sr);
+static void shared_runs_free(AmqAggState *s);
 static int	state_runs(const AmqAggState *s, const uint64 **head, const uint64 **end);
 static void filter_flush(AmqAggState *s);
 
@@ -354,6 +397,30 @@ filter_flush(AmqAggState *s)
  */
 
 /*
+ * In a partial aggregate below a Gather, copy s's hashes (sorted,
+ * distinct) into the query's shared memory area for state_write to say
+ * where they are: true if it did.  Small states, and an area without room,
+ * go through the tuple queue as always.
+ */
+static bool
+state_share(AmqAggState *s)
+{
+	if (s->share_area == NULL || s->nhashes < SHARE_MIN_HASHES)
+		return false;
+	if (!DsaPointerIsValid(s->share_dp))
+	{
+		s->share_dp = dsa_allocate_extended(s->share_area,
+											sizeof(uint64) * s->nhashes,
+											DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
+		if (!DsaPointerIsValid(s->share_dp))
+			return false;
+		memcpy(dsa_get_address(s->share_area, s->share_dp), s->hashes,
+			   sizeof(uint64) * s->nhashes);
+	}
+	return true;
+}
+
+/*
  * The size of the bytes after the state header (hashes or the filter),
  * made current: the buffer sorted and distinct, the filter's pending
  * hashes added and its header (checksum) written.  state_write() needs it.
@@ -364,6 +431,8 @@ state_body_size(AmqAggState *s)
 	if (s->mode == AGG_BUFFER)
 	{
 		buffer_dedup(s);
+		if (state_share(s))
+			return SHARED_BODY;
 		return s->nhashes * sizeof(uint64);
 	}
 	filter_flush(s);
@@ -379,6 +448,8 @@ state_write(const AmqAggState *s, uint8 *p)
 	AmqStateHeader hdr = {0};
 
 	hdr.mode = (uint8) s->mode;
+	if (s->mode == AGG_BUFFER && DsaPointerIsValid(s->share_dp))
+		hdr.mode = AMQ_STATE_SHARED;
 	hdr.kind = s->kind;
 	hdr.key_family = ki->key_family;
 	hdr.hash_scheme = ki->hash_scheme;
@@ -387,7 +458,14 @@ state_write(const AmqAggState *s, uint8 *p)
 	hdr.capacity = s->capacity;
 	amq_state_write_header(&hdr, p);
 	p += AMQ_STATE_HEADER;
-	if (s->mode == AGG_BUFFER)
+	if (hdr.mode == AMQ_STATE_SHARED)
+	{
+		amq_store32(p, dsa_get_handle(s->share_area));
+		amq_store32(p + 4, 0);
+		amq_store64(p + 8, (uint64) s->share_dp);
+		amq_store64(p + 16, s->nhashes);
+	}
+	else if (s->mode == AGG_BUFFER)
 	{
 #ifdef AMQ_BIG_ENDIAN
 		for (Size i = 0; i < s->nhashes; i++)
@@ -430,6 +508,45 @@ state_validate(const uint8 *buf, Size len, int errcode)
 	state_validate_into(buf, len, errcode, &hdr);
 }
 
+/* The mode and options of the empty state s: those of a validated header. */
+static void
+state_set_options(AmqAggState *s, const AmqStateHeader *hdr)
+{
+	s->mode = (hdr->mode == AMQ_STATE_FILTER) ? AGG_FILTER : AGG_BUFFER;
+	s->kind = hdr->kind;
+	s->keyinfo.key_family = hdr->key_family;
+	s->keyinfo.hash_scheme = hdr->hash_scheme;
+	s->keyinfo.key_type = hdr->key_type;
+	s->fpr = hdr->fpr;
+	s->capacity = hdr->capacity;
+}
+
+/*
+ * The empty buffer of s := the n hashes at src, little-endian bytes or
+ * (native) in the host's order; sorted and distinct if they are ascending,
+ * as state_write wrote them (they are not trusted).
+ */
+static void
+buffer_load(AmqAggState *s, const void *src, Size n, bool native)
+{
+	uint64		unsorted = 0;
+
+	buffer_reserve(s, n);
+#ifdef AMQ_BIG_ENDIAN
+	if (!native)
+	{
+		for (Size i = 0; i < n; i++)
+			s->hashes[i] = amq_load64((const uint8 *) src + 8 * i);
+	}
+	else
+#endif
+		memcpy(s->hashes, src, sizeof(uint64) * n);
+	for (Size i = 1; i < n; i++)
+		unsorted |= (s->hashes[i] <= s->hashes[i - 1]);
+	s->nhashes = n;
+	s->nsorted = unsorted ? 0 : n;
+}
+
 /* Read a state's bytes (validated) into the empty state s, in s->mcxt. */
 static void
 state_read(const uint8 *buf, Size len, AmqAggState *s, int errcode)
@@ -437,30 +554,9 @@ state_read(const uint8 *buf, Size len, AmqAggState *s, int errcode)
 	AmqStateHeader hdr;
 
 	state_validate_into(buf, len, errcode, &hdr);
-	s->mode = (AggMode) hdr.mode;
-	s->kind = hdr.kind;
-	s->keyinfo.key_family = hdr.key_family;
-	s->keyinfo.hash_scheme = hdr.hash_scheme;
-	s->keyinfo.key_type = hdr.key_type;
-	s->fpr = hdr.fpr;
-	s->capacity = hdr.capacity;
+	state_set_options(s, &hdr);
 	if (s->mode == AGG_BUFFER)
-	{
-		uint64		unsorted = 0;
-
-		buffer_reserve(s, hdr.nhashes);
-#ifdef AMQ_BIG_ENDIAN
-		for (Size i = 0; i < hdr.nhashes; i++)
-			s->hashes[i] = amq_load64(hdr.body + 8 * i);
-#else
-		memcpy(s->hashes, hdr.body, sizeof(uint64) * hdr.nhashes);
-#endif
-		/* sorted and distinct as state_write wrote them?  Not trusted. */
-		for (Size i = 1; i < hdr.nhashes; i++)
-			unsorted |= (s->hashes[i] <= s->hashes[i - 1]);
-		s->nhashes = hdr.nhashes;
-		s->nsorted = unsorted ? 0 : hdr.nhashes;
-	}
+		buffer_load(s, hdr.body, hdr.nhashes, false);
 	else
 	{
 		MemoryContext old = MemoryContextSwitchTo(s->mcxt);
@@ -500,6 +596,8 @@ state_flatten_into(ExpandedObjectHeader *eohptr, void *result, Size allocated_si
 	Assert(allocated_size == state_get_flat_size(eohptr));
 	SET_VARSIZE(result, allocated_size);
 	state_write(s, (uint8 *) VARDATA(result));
+	/* the leader frees the shared copy it reads: another flattening makes its own */
+	s->share_dp = InvalidDsaPointer;
 }
 
 /*
@@ -708,6 +806,25 @@ agg_key_type(FunctionCallInfo fcinfo)
 }
 
 /*
+ * The query's shared memory area, if this call is a partial aggregate below
+ * a Gather (in a parallel worker, or in the leader running its share of the
+ * plan), run by PostgreSQL's Agg node (not through an FmgrInfo of Citus's
+ * own): its state then goes to the combining aggregate through it
+ * (state_share).  The leader's own state goes that way too: nodeAgg copies
+ * the first tuple it combines twice, and that is usually the leader's.
+ */
+static dsa_area *
+partial_share_area(FunctionCallInfo fcinfo)
+{
+	AggState   *agg = (AggState *) fcinfo->context;
+
+	if (agg == NULL || !IsA(agg, AggState) || fcinfo->flinfo->fn_expr == NULL ||
+		!DO_AGGSPLIT_SKIPFINAL(agg->aggsplit))
+		return NULL;
+	return agg->ss.ps.state->es_query_dsa;
+}
+
+/*
  * The options of a new amq_agg state, from its first row: a new state in
  * mcxt (an expanded object if expanded), in AGG_FILTER mode if it has a
  * capacity and its kind has union.
@@ -780,7 +897,11 @@ agg_start(FunctionCallInfo fcinfo, MemoryContext aggcontext, bool expanded)
 		}
 	}
 	if (s->mode == AGG_BUFFER)
+	{
 		buffer_presize(s, fcinfo);
+		if (expanded)
+			s->share_area = partial_share_area(fcinfo);
+	}
 	return s;
 }
 
@@ -1023,9 +1144,12 @@ merge_runs(AmqAggState *s)
 
 	for (int r = 0; r < k; r++)
 		total += end[r] - head[r];
-	s->nruns = 0;
 	if (total == 0)
+	{
+		shared_runs_free(s);
+		s->nruns = 0;
 		return;
+	}
 
 	out = AmqAllocBig(s->mcxt, sizeof(uint64) * total, 0);
 	if (k == 1)
@@ -1036,6 +1160,8 @@ merge_runs(AmqAggState *s)
 		ntail = amq_union_merge(head + 1, end + 1, k - 1, out + n0);
 		s->nhashes = amq_merge2(head[0], n0, out + n0, ntail, out);
 	}
+	shared_runs_free(s);
+	s->nruns = 0;
 	if (s->hashes != NULL)
 		pfree(s->hashes);
 	s->hashes = out;
@@ -1049,7 +1175,7 @@ merge_runs(AmqAggState *s)
  * its sorted hashes become a run of a, merged with the others at the end.
  */
 static void
-combine_into(AmqAggState *a, AmqAggState *b, bool take)
+combine_into(AmqAggState *a, AmqAggState *b, bool take, SharedRun *sr)
 {
 	if (b->mode == AGG_FILTER)
 		filter_flush(b);
@@ -1076,16 +1202,17 @@ combine_into(AmqAggState *a, AmqAggState *b, bool take)
 			if (a->runs == NULL)
 				a->runs = MemoryContextAlloc(a->mcxt, sizeof(AggRuns));
 			a->runs->run[a->nruns] = b->hashes;
-			a->runs->len[a->nruns++] = b->nhashes;
+			a->runs->len[a->nruns] = b->nhashes;
+			a->runs->shared[a->nruns++] = sr;
 			a->maxhashes = a->nhashes;
+			return;
 		}
-		else
-		{
-			buffer_reserve(a, b->nhashes);
-			memcpy(a->hashes + a->nhashes, b->hashes, sizeof(uint64) * b->nhashes);
-			a->nhashes += b->nhashes;
-		}
+		buffer_reserve(a, b->nhashes);
+		memcpy(a->hashes + a->nhashes, b->hashes, sizeof(uint64) * b->nhashes);
+		a->nhashes += b->nhashes;
 	}
+	if (sr != NULL)
+		shared_run_free(sr);
 }
 
 /* Combine function, state internal: b is a deserialized partial state. */
@@ -1117,8 +1244,151 @@ amq_agg_combine(PG_FUNCTION_ARGS)
 			PG_RETURN_POINTER(a);
 		}
 	}
-	combine_into(a, b, true);
+	combine_into(a, b, true, NULL);
 	PG_RETURN_POINTER(a);
+}
+
+/* the parallel executor state of a Gather or Gather Merge (NULL once shut down) */
+static struct ParallelExecutorInfo *
+gather_pei(PlanState *ps)
+{
+	if (IsA(ps, GatherState))
+		return ((GatherState *) ps)->pei;
+	if (IsA(ps, GatherMergeState))
+		return ((GatherMergeState *) ps)->pei;
+	return NULL;
+}
+
+/* finds the Gather below an aggregate whose area has a given handle */
+typedef struct AreaSearch
+{
+	dsa_handle	handle;
+	PlanState  *gather;
+} AreaSearch;
+
+static bool
+find_area_walker(PlanState *ps, void *context)
+{
+	AreaSearch *search = (AreaSearch *) context;
+	struct ParallelExecutorInfo *pei = gather_pei(ps);
+
+	if (pei != NULL && pei->area != NULL &&
+		dsa_get_handle(pei->area) == search->handle)
+	{
+		search->gather = ps;
+		return true;
+	}
+	return planstate_tree_walker(ps, find_area_walker, context);
+}
+
+/* Free a shared run's hashes now, if not yet. */
+static void
+shared_run_free(SharedRun *sr)
+{
+	if (DsaPointerIsValid(sr->dp))
+	{
+		dsa_free(sr->area, sr->dp);
+		sr->dp = InvalidDsaPointer;
+	}
+}
+
+/* Free the hashes of s's shared runs (merged, or copied). */
+static void
+shared_runs_free(AmqAggState *s)
+{
+	for (int r = 0; r < s->nruns; r++)
+		if (s->runs->shared[r] != NULL)
+			shared_run_free(s->runs->shared[r]);
+}
+
+/*
+ * Reset callback of a shared run's state memory: free its hashes if the
+ * area is still attached, i.e. on a rescan.  Not in an abort, nor after the
+ * Gather shut down (its area went, the hashes with it), nor when no
+ * transaction is running normally.
+ */
+static void
+shared_run_forget(void *arg)
+{
+	SharedRun  *sr = (SharedRun *) arg;
+
+	if (!DsaPointerIsValid(sr->dp) || !IsTransactionState())
+		return;
+	if (sr->gather != NULL)
+	{
+		struct ParallelExecutorInfo *pei = gather_pei(sr->gather);
+
+		if (pei == NULL || pei->area != sr->area)
+			return;
+	}
+	shared_run_free(sr);
+}
+
+/*
+ * If d is a partial state handed over through shared memory (state_share),
+ * make the empty state s its hashes, in place in the area of the Gather
+ * below this aggregate (or this parallel worker's own), and return the run
+ * that frees them (its callback on mcxt, the combining state's memory).
+ * NULL for any other value.  The header is validated as any state's; the
+ * hashes are this extension's own, written by the partial aggregate of
+ * this query, sorted and distinct.  Only a partial aggregate writes this
+ * form, and every input function refuses it (amq_state_parse).
+ */
+static SharedRun *
+state_take_shared(FunctionCallInfo fcinfo, Datum d, AmqAggState *s,
+				  MemoryContext mcxt)
+{
+	AggState   *agg = (AggState *) fcinfo->context;
+	struct varlena *v = (struct varlena *) DatumGetPointer(d);
+	const uint8 *buf;
+	uint8		head[AMQ_STATE_HEADER];
+	AmqStateHeader hdr;
+	AreaSearch	search;
+	SharedRun  *sr;
+	dsa_area   *own;
+	uint64		n;
+
+	if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
+		return NULL;			/* expanded, toasted: not 56 bytes in a tuple */
+	buf = (const uint8 *) VARDATA_ANY(v);
+	if (VARSIZE_ANY_EXHDR(v) != AMQ_STATE_HEADER + SHARED_BODY ||
+		buf[0] != AMQ_STATE_VERSION || buf[1] != AMQ_STATE_SHARED)
+		return NULL;
+
+	/* the header is a buffer state's but for its mode */
+	memcpy(head, buf, AMQ_STATE_HEADER);
+	head[1] = AMQ_STATE_BUFFER;
+	state_validate_into(head, AMQ_STATE_HEADER, ERRCODE_INVALID_BINARY_REPRESENTATION,
+						&hdr);
+	n = amq_load64(buf + AMQ_STATE_HEADER + 16);
+	if (n == 0 || n > AMQ_STATE_MAX_HASHES)
+		elog(ERROR, "amq_agg partial state in shared memory has %llu hashes",
+			 (unsigned long long) n);
+	if (agg == NULL || !IsA(agg, AggState))
+		elog(ERROR, "amq_agg partial state in shared memory outside an aggregate");
+
+	sr = MemoryContextAllocZero(mcxt, sizeof(SharedRun));
+	search.handle = amq_load32(buf + AMQ_STATE_HEADER);
+	search.gather = NULL;
+	own = agg->ss.ps.state->es_query_dsa;
+	if (own != NULL && dsa_get_handle(own) == search.handle)
+		sr->area = own;
+	else if (find_area_walker(&agg->ss.ps, &search))
+	{
+		sr->area = gather_pei(search.gather)->area;
+		sr->gather = search.gather;
+	}
+	else
+		elog(ERROR, "shared memory of an amq_agg partial state not found");
+	sr->dp = (dsa_pointer) amq_load64(buf + AMQ_STATE_HEADER + 8);
+	sr->cb.func = shared_run_forget;
+	sr->cb.arg = sr;
+	MemoryContextRegisterResetCallback(mcxt, &sr->cb);
+
+	state_set_options(s, &hdr);
+	s->hashes = dsa_get_address(sr->area, sr->dp);
+	s->nhashes = s->nsorted = s->maxhashes = n;
+	return sr;
 }
 
 /*
@@ -1133,6 +1403,7 @@ amq_agg_combinefn(PG_FUNCTION_ARGS)
 	AmqAggState *a;
 	AmqAggState tmp;
 	AmqAggState *b;
+	SharedRun  *sr;
 
 	if (PG_ARGISNULL(1))
 	{
@@ -1140,15 +1411,23 @@ amq_agg_combinefn(PG_FUNCTION_ARGS)
 			PG_RETURN_NULL();
 		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 	}
-	if (PG_ARGISNULL(0))
+	a = PG_ARGISNULL(0) ? state_new_expanded(fcinfo, aggcontext) : state_rw_arg(fcinfo, 0);
+	memset(&tmp, 0, sizeof(tmp));
+	sr = state_take_shared(fcinfo, PG_GETARG_DATUM(1), &tmp, a->mcxt);
+	if (sr != NULL)
 	{
-		a = state_new_expanded(fcinfo, aggcontext);
-		state_read_datum(PG_GETARG_DATUM(1), a);
-		PG_RETURN_DATUM(EOHPGetRWDatum(&a->eoh));
+		/* a new state takes the options; the hashes become a run of it */
+		if (PG_ARGISNULL(0))
+			state_copy_options(a, &tmp);
+		combine_into(a, &tmp, true, sr);
 	}
-	a = state_rw_arg(fcinfo, 0);
-	b = state_peek(PG_GETARG_DATUM(1), &tmp, a->mcxt);
-	combine_into(a, b, b == &tmp);
+	else if (PG_ARGISNULL(0))
+		state_read_datum(PG_GETARG_DATUM(1), a);
+	else
+	{
+		b = state_peek(PG_GETARG_DATUM(1), &tmp, a->mcxt);
+		combine_into(a, b, b == &tmp, NULL);
+	}
 	PG_RETURN_DATUM(EOHPGetRWDatum(&a->eoh));
 }
 
