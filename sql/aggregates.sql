@@ -115,6 +115,16 @@ SELECT pg_temp.partial_plan('SELECT x, s.f FROM (SELECT x FROM generate_series(1
 	(SELECT amq_agg(id) AS f FROM ev) s') AS rescanned_partial;
 CREATE TABLE par_rescanned AS SELECT x, s.f FROM (SELECT x FROM generate_series(1, 3) x WHERE random() >= 0) x,
 	(SELECT amq_agg(id) AS f FROM ev) s;
+-- an aggregate of one's own whose combine function is not amq_agg_combine
+-- gets partial states as tuples of their hashes, which it can read (here:
+-- through their text form; it keeps one of them)
+CREATE FUNCTION pg_temp.keep_one(a amqaggstate, b amqaggstate) RETURNS amqaggstate
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT coalesce(b::text::amqaggstate, a)';
+CREATE AGGREGATE pg_temp.amq_one(anyelement) (SFUNC = amq_agg_trans, STYPE = amqaggstate,
+	COMBINEFUNC = pg_temp.keep_one, PARALLEL = SAFE);
+SELECT pg_temp.partial_plan('SELECT pg_temp.amq_one(id) FROM ev') AS own_combine_partial;
+SELECT amq_count(amq_agg_final(s::text::amqaggstate)) BETWEEN 1 AND 100000 AS own_combine_read
+FROM (SELECT pg_temp.amq_one(id) AS s FROM ev) t;
 RESET enable_material;
 RESET enable_hashjoin;
 RESET enable_mergejoin;

@@ -39,7 +39,7 @@
  * combines (usually the leader's own state) twice more.  The partial
  * aggregate copies its hashes into the query's dynamic shared memory area
  * and its tuple says only where they are (AMQ_STATE_SHARED); the combine
- * copies them out and frees them (state_share, state_take_shared).
+ * keeps them there as a run (state_share, state_take_shared, SharedRun).
  *
  * A buffer that outgrows what one varlena (and so a serialized partial
  * state or the final filter) can carry is an error with a hint, never an
@@ -49,7 +49,9 @@
  */
 #include "compat.h"
 
+#include "access/parallel.h"
 #include "access/xact.h"
+#include "catalog/pg_aggregate.h"
 #include "executor/execParallel.h"
 #include "fmgr.h"
 #include "libpq/pqformat.h"
@@ -58,6 +60,7 @@
 #include "utils/builtins.h"
 #include "utils/expandeddatum.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 #include "amqfilter.h"
 #include "kind_blocked.h"
@@ -132,6 +135,7 @@ typedef struct AmqAggState
 	 */
 	dsa_area   *share_area;
 	dsa_pointer share_dp;
+	int			share_node;		/* the partial aggregate's plan node id */
 
 	/* AGG_FILTER: f points into filter */
 	struct varlena *filter;
@@ -211,8 +215,13 @@ buffer_dedup(AmqAggState *s)
 		s->nsorted = s->nhashes;
 		return;
 	}
-	/* address space: the sort touches as much as its largest bucket needs */
-	scratch = AmqAllocBig(CurrentMemoryContext, sizeof(uint64) * s->nhashes, 0);
+	/*
+	 * Address space: the sort touches as much as its largest bucket needs.
+	 * In the state's own context, not the current one: flattening runs in
+	 * its caller's, which may not free single chunks (a tuplesort's bump
+	 * context on PostgreSQL 17 and later).
+	 */
+	scratch = AmqAllocBig(s->mcxt, sizeof(uint64) * s->nhashes, 0);
 	s->nhashes = amq_sort_unique(s->hashes, s->nhashes, scratch);
 	s->nsorted = s->nhashes;
 	pfree(scratch);
@@ -460,7 +469,7 @@ state_write(const AmqAggState *s, uint8 *p)
 	p += AMQ_STATE_HEADER;
 	if (hdr.mode == AMQ_STATE_SHARED)
 	{
-		amq_store32(p, dsa_get_handle(s->share_area));
+		amq_store32(p, (uint32) s->share_node);
 		amq_store32(p + 4, 0);
 		amq_store64(p + 8, (uint64) s->share_dp);
 		amq_store64(p + 16, s->nhashes);
@@ -522,25 +531,22 @@ state_set_options(AmqAggState *s, const AmqStateHeader *hdr)
 }
 
 /*
- * The empty buffer of s := the n hashes at src, little-endian bytes or
- * (native) in the host's order; sorted and distinct if they are ascending,
- * as state_write wrote them (they are not trusted).
+ * The empty buffer of s := the n hashes at src, little-endian bytes; sorted
+ * and distinct if they are ascending, as state_write wrote them (they are
+ * not trusted).
  */
 static void
-buffer_load(AmqAggState *s, const void *src, Size n, bool native)
+buffer_load(AmqAggState *s, const uint8 *src, Size n)
 {
 	uint64		unsorted = 0;
 
 	buffer_reserve(s, n);
 #ifdef AMQ_BIG_ENDIAN
-	if (!native)
-	{
-		for (Size i = 0; i < n; i++)
-			s->hashes[i] = amq_load64((const uint8 *) src + 8 * i);
-	}
-	else
+	for (Size i = 0; i < n; i++)
+		s->hashes[i] = amq_load64(src + 8 * i);
+#else
+	memcpy(s->hashes, src, sizeof(uint64) * n);
 #endif
-		memcpy(s->hashes, src, sizeof(uint64) * n);
 	for (Size i = 1; i < n; i++)
 		unsorted |= (s->hashes[i] <= s->hashes[i - 1]);
 	s->nhashes = n;
@@ -556,7 +562,7 @@ state_read(const uint8 *buf, Size len, AmqAggState *s, int errcode)
 	state_validate_into(buf, len, errcode, &hdr);
 	state_set_options(s, &hdr);
 	if (s->mode == AGG_BUFFER)
-		buffer_load(s, hdr.body, hdr.nhashes, false);
+		buffer_load(s, hdr.body, hdr.nhashes);
 	else
 	{
 		MemoryContext old = MemoryContextSwitchTo(s->mcxt);
@@ -630,6 +636,8 @@ typedef struct CallSite
 	AmqKeyHasher *h;			/* amq_agg: its keys' hasher, once known */
 	StatesContext *states;		/* NULL if the call has no expression */
 	StatesContext states_buf;
+	int8		our_combine;	/* its aggregate combines with amq_agg_combinefn:
+								 * 1 yes, 0 no, -1 not known yet */
 } CallSite;
 
 static CallSite *
@@ -642,6 +650,7 @@ call_site(FunctionCallInfo fcinfo)
 		cs = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(CallSite));
 		if (fcinfo->flinfo->fn_expr != NULL)
 			cs->states = &cs->states_buf;
+		cs->our_combine = -1;
 		fcinfo->flinfo->fn_extra = cs;
 	}
 	return cs;
@@ -806,12 +815,50 @@ agg_key_type(FunctionCallInfo fcinfo)
 }
 
 /*
+ * Does the aggregate of this transition call combine its states with
+ * amq_agg_combinefn (amq_agg's, or an aggregate of one's own naming it),
+ * the one combine function that reads a shared state?  Looked up once per
+ * call site.
+ */
+static bool
+combines_with_ours(FunctionCallInfo fcinfo)
+{
+	CallSite   *cs = call_site(fcinfo);
+
+	if (cs->our_combine < 0)
+	{
+		Aggref	   *aggref = AggGetAggref(fcinfo);
+		HeapTuple	tup;
+		Oid			combinefn = InvalidOid;
+		FmgrInfo	finfo;
+
+		if (aggref != NULL)
+		{
+			tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggref->aggfnoid));
+			if (HeapTupleIsValid(tup))
+			{
+				combinefn = ((Form_pg_aggregate) GETSTRUCT(tup))->aggcombinefn;
+				ReleaseSysCache(tup);
+			}
+		}
+		cs->our_combine = 0;
+		if (OidIsValid(combinefn))
+		{
+			fmgr_info(combinefn, &finfo);
+			cs->our_combine = (finfo.fn_addr == amq_agg_combinefn);
+		}
+	}
+	return cs->our_combine == 1;
+}
+
+/*
  * The query's shared memory area, if this call is a partial aggregate below
  * a Gather (in a parallel worker, or in the leader running its share of the
  * plan), run by PostgreSQL's Agg node (not through an FmgrInfo of Citus's
- * own): its state then goes to the combining aggregate through it
- * (state_share).  The leader's own state goes that way too: nodeAgg copies
- * the first tuple it combines twice, and that is usually the leader's.
+ * own), whose states amq_agg_combinefn combines: its state then goes to
+ * the combining aggregate through it (state_share).  The leader's own state
+ * goes that way too: nodeAgg copies the first tuple it combines twice, and
+ * that is usually the leader's.
  */
 static dsa_area *
 partial_share_area(FunctionCallInfo fcinfo)
@@ -819,7 +866,8 @@ partial_share_area(FunctionCallInfo fcinfo)
 	AggState   *agg = (AggState *) fcinfo->context;
 
 	if (agg == NULL || !IsA(agg, AggState) || fcinfo->flinfo->fn_expr == NULL ||
-		!DO_AGGSPLIT_SKIPFINAL(agg->aggsplit))
+		!DO_AGGSPLIT_SKIPFINAL(agg->aggsplit) ||
+		agg->ss.ps.state->es_query_dsa == NULL || !combines_with_ours(fcinfo))
 		return NULL;
 	return agg->ss.ps.state->es_query_dsa;
 }
@@ -899,8 +947,8 @@ agg_start(FunctionCallInfo fcinfo, MemoryContext aggcontext, bool expanded)
 	if (s->mode == AGG_BUFFER)
 	{
 		buffer_presize(s, fcinfo);
-		if (expanded)
-			s->share_area = partial_share_area(fcinfo);
+		if (expanded && (s->share_area = partial_share_area(fcinfo)) != NULL)
+			s->share_node = ((AggState *) fcinfo->context)->ss.ps.plan->plan_node_id;
 	}
 	return s;
 }
@@ -1259,12 +1307,25 @@ gather_pei(PlanState *ps)
 	return NULL;
 }
 
-/* finds the Gather below an aggregate whose area has a given handle */
+/*
+ * Finds, below a combining aggregate, the Gather or Gather Merge above the
+ * partial aggregate of a given plan node id: whose area its states are in.
+ * (The parallel query's area is made in place, so it has no handle to name
+ * it by; plan node ids are the same in every process.)
+ */
 typedef struct AreaSearch
 {
-	dsa_handle	handle;
+	int			node_id;
 	PlanState  *gather;
 } AreaSearch;
+
+static bool
+has_node_walker(PlanState *ps, void *context)
+{
+	if (ps->plan->plan_node_id == *(int *) context)
+		return true;
+	return planstate_tree_walker(ps, has_node_walker, context);
+}
 
 static bool
 find_area_walker(PlanState *ps, void *context)
@@ -1273,7 +1334,7 @@ find_area_walker(PlanState *ps, void *context)
 	struct ParallelExecutorInfo *pei = gather_pei(ps);
 
 	if (pei != NULL && pei->area != NULL &&
-		dsa_get_handle(pei->area) == search->handle)
+		has_node_walker(outerPlanState(ps), &search->node_id))
 	{
 		search->gather = ps;
 		return true;
@@ -1345,7 +1406,6 @@ state_take_shared(FunctionCallInfo fcinfo, Datum d, AmqAggState *s,
 	AmqStateHeader hdr;
 	AreaSearch	search;
 	SharedRun  *sr;
-	dsa_area   *own;
 	uint64		n;
 
 	if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
@@ -1368,16 +1428,15 @@ state_take_shared(FunctionCallInfo fcinfo, Datum d, AmqAggState *s,
 		elog(ERROR, "amq_agg partial state in shared memory outside an aggregate");
 
 	sr = MemoryContextAllocZero(mcxt, sizeof(SharedRun));
-	search.handle = amq_load32(buf + AMQ_STATE_HEADER);
+	search.node_id = (int) amq_load32(buf + AMQ_STATE_HEADER);
 	search.gather = NULL;
-	own = agg->ss.ps.state->es_query_dsa;
-	if (own != NULL && dsa_get_handle(own) == search.handle)
-		sr->area = own;
-	else if (find_area_walker(&agg->ss.ps, &search))
+	if (find_area_walker(&agg->ss.ps, &search))
 	{
 		sr->area = gather_pei(search.gather)->area;
 		sr->gather = search.gather;
 	}
+	else if (IsParallelWorker() && agg->ss.ps.state->es_query_dsa != NULL)
+		sr->area = agg->ss.ps.state->es_query_dsa; /* combined in the worker */
 	else
 		elog(ERROR, "shared memory of an amq_agg partial state not found");
 	sr->dp = (dsa_pointer) amq_load64(buf + AMQ_STATE_HEADER + 8);
