@@ -49,6 +49,7 @@
  */
 #include "compat.h"
 
+#include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/xact.h"
 #include "catalog/pg_aggregate.h"
