@@ -422,6 +422,7 @@ extern size_t amq_union_merge(const uint64_t *const *head,
 							  const uint64_t *const *end, int k, uint64_t *out);
 extern size_t amq_merge2(const uint64_t *x, size_t nx, const uint64_t *y,
 						 size_t ny, uint64_t *out);
+extern size_t amq_lower_bound(const uint64_t *x, size_t n, uint64_t v);
 
 /* kinds */
 extern const AmqKindOps amq_bloom_ops;

@@ -57,42 +57,9 @@ union_next(const uint64_t **p, const uint64_t **e, int *k)
 }
 
 /*
- * How many distinct hashes the k ascending, distinct runs p[r]..e[r] hold
- * together (runs may be empty): a merge that writes nothing.  Three runs,
- * the usual partial states of two workers and the leader, are unrolled
- * into registers with one test of their ends a step.
+ * One step of a merge of three ascending, distinct runs p[0..2], none ended:
+ * every run that holds the smallest head passes it.
  */
-static size_t
-count_union_merge(const uint64_t **p, const uint64_t **e, int k)
-{
-	size_t		n = 0;
-
-	k = drop_ended_runs(p, e, k);
-	while (k == 3)
-	{
-		uint64_t	a = *p[0],
-					b = *p[1],
-					c = *p[2];
-		uint64_t	v = MIN(a, MIN(b, c));
-
-		n++;
-		p[0] += (a == v);
-		p[1] += (b == v);
-		p[2] += (c == v);
-		if (__builtin_expect(p[0] == e[0] || p[1] == e[1] || p[2] == e[2], 0))
-			k = drop_ended_runs(p, e, k);
-	}
-	while (k > 1)
-	{
-		(void) union_next(p, e, &k);
-		n++;
-	}
-	if (k == 1)
-		n += e[0] - p[0];
-	return n;
-}
-
-/* One step of count_union_merge's three-run loop, without the end test. */
 static inline void
 union3_step(const uint64_t **p)
 {
@@ -106,9 +73,38 @@ union3_step(const uint64_t **p)
 	p[2] += (c == v);
 }
 
-/* The first of the ascending x[0..n) not below v (x + n if none). */
-static const uint64_t *
-lower_bound(const uint64_t *x, size_t n, uint64_t v)
+/*
+ * How many distinct hashes the k ascending, distinct runs p[r]..e[r] hold
+ * together (runs may be empty): a merge that writes nothing.  Three runs,
+ * the usual partial states of two workers and the leader, are unrolled
+ * into registers with one test of their ends a step.
+ */
+static size_t
+count_union_merge(const uint64_t **p, const uint64_t **e, int k)
+{
+	size_t		n = 0;
+
+	k = drop_ended_runs(p, e, k);
+	while (k == 3)
+	{
+		union3_step(p);
+		n++;
+		if (__builtin_expect(p[0] == e[0] || p[1] == e[1] || p[2] == e[2], 0))
+			k = drop_ended_runs(p, e, k);
+	}
+	while (k > 1)
+	{
+		(void) union_next(p, e, &k);
+		n++;
+	}
+	if (k == 1)
+		n += e[0] - p[0];
+	return n;
+}
+
+/* Where in the ascending x[0..n) the first value not below v is (n if none). */
+size_t
+amq_lower_bound(const uint64_t *x, size_t n, uint64_t v)
 {
 	size_t		lo = 0;
 
@@ -121,7 +117,7 @@ lower_bound(const uint64_t *x, size_t n, uint64_t v)
 		else
 			n = mid;
 	}
-	return x + lo;
+	return lo;
 }
 
 /*
@@ -153,7 +149,7 @@ amq_union_count(const uint64_t *const *head, const uint64_t *const *end, int k)
 	for (int r = 0; r < 3; r++)
 	{
 		f[r] = e[r];
-		e[r] = q[r] = lower_bound(p[r], e[r] - p[r], UINT64_C(1) << 63);
+		e[r] = q[r] = p[r] + amq_lower_bound(p[r], e[r] - p[r], UINT64_C(1) << 63);
 	}
 	for (;;)
 	{

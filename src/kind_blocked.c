@@ -245,20 +245,10 @@ blocked_run_stop(const uint64_t *hashes, size_t lo, size_t n,
 				 uint64_t end, uint64_t nblocks)
 {
 	uint64_t	top = ((end << 32) + nblocks - 1) / nblocks;
-	size_t		hi = n;
 
 	if (top >> 32)
 		return n;
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if (hashes[mid] < (top << 32))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return lo + amq_lower_bound(hashes + lo, n - lo, top << 32);
 }
 
 /*
