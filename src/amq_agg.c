@@ -603,7 +603,7 @@ state_flatten_into(ExpandedObjectHeader *eohptr, void *result, Size allocated_si
 	Assert(allocated_size == state_get_flat_size(eohptr));
 	SET_VARSIZE(result, allocated_size);
 	state_write(s, (uint8 *) VARDATA(result));
-	/* the leader frees the shared copy it reads: another flattening makes its own */
+	/* the shared copy is the combining state's now: another flattening makes its own */
 	s->share_dp = InvalidDsaPointer;
 }
 

@@ -327,9 +327,9 @@ typedef enum AmqStateMode
 	AMQ_STATE_BUFFER = 0,
 	AMQ_STATE_FILTER = 1,
 	/*
-	 * A parallel worker's buffer handed to its leader through the query's
-	 * shared memory (amq_agg.c): only ever in flight between the two, and
-	 * refused by amq_state_parse, so by every input function.
+	 * A partial aggregate's buffer handed to the combining aggregate through
+	 * the query's shared memory (amq_agg.c): only ever in flight between the
+	 * two, and refused by amq_state_parse, so by every input function.
 	 */
 	AMQ_STATE_SHARED = 2
 } AmqStateMode;
