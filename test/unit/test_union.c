@@ -61,7 +61,10 @@ reference_union(const uint64_t **head, const uint64_t **end, int k,
 void
 test_union(void)
 {
-	/* hashes all below 2^63, all above, spread, and the extremes */
+	/*
+	 * hashes all below 2^63, all above, spread with the extremes and each
+	 * side of the quarters amq_union_count splits at, all in one quarter
+	 */
 	const size_t sizes[] = {0, 1, 2, 5, 100, 20000};
 
 	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
@@ -73,7 +76,7 @@ test_union(void)
 		uint64_t   *want = xcalloc(5 * n + 1, sizeof(uint64_t));
 		uint64_t   *got = xcalloc(5 * n + 1, sizeof(uint64_t));
 
-		for (int spread = 0; spread < 3; spread++)
+		for (int spread = 0; spread < 4; spread++)
 		{
 			char		fail[160] = "";
 			size_t		m;
@@ -85,11 +88,18 @@ test_union(void)
 					h[i] >>= 1;		/* all in the lower half */
 				else if (spread == 1)
 					h[i] |= UINT64_C(1) << 63;	/* all in the upper half */
+				else if (spread == 3)
+					h[i] >>= 2;		/* all in the lowest quarter */
 			}
 			if (spread == 2 && n >= 2)
 			{
 				h[0] = 0;
 				h[1] = UINT64_MAX;
+				for (size_t i = 2; i + 1 < n && i < 8; i += 2)
+				{
+					h[i] = (uint64_t) (i / 2) << 62;
+					h[i + 1] = h[i] - 1;
+				}
 			}
 			m = amq_sort_unique(h, n, scratch);
 
