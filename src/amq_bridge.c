@@ -63,14 +63,24 @@ advise_huge_pages(void *p, Size bytes)
  * MemoryContextAllocExtended(mcxt, bytes, MCXT_ALLOC_HUGE | flags), asking
  * for huge pages if it is large.  Such an allocation is a block of its own
  * (malloc's, usually mmap's), so the advice covers no other allocation.
+ * A large block asked zeroed is zeroed after the advice, so that its first
+ * touch already takes huge pages.
  */
 void *
 AmqAllocBig(MemoryContext mcxt, Size bytes, int flags)
 {
-	void	   *p = MemoryContextAllocExtended(mcxt, bytes, MCXT_ALLOC_HUGE | flags);
+	bool		big = (bytes >= 2 * AMQ_HUGE_PAGE_BYTES);
+	bool		zero = big && (flags & MCXT_ALLOC_ZERO);
+	void	   *p;
 
-	if (p != NULL && bytes >= 2 * AMQ_HUGE_PAGE_BYTES)
+	p = MemoryContextAllocExtended(mcxt, bytes,
+								   MCXT_ALLOC_HUGE | (zero ? flags & ~MCXT_ALLOC_ZERO : flags));
+	if (p != NULL && big)
+	{
 		advise_huge_pages(p, bytes);
+		if (zero)
+			memset(p, 0, bytes);
+	}
 	return p;
 }
 
