@@ -40,6 +40,9 @@
  * aggregate copies its hashes into the query's dynamic shared memory area
  * and its tuple says only where they are (AMQ_STATE_SHARED); the combine
  * keeps them there as a run (state_share, state_take_shared, SharedRun).
+ * The leader's own state of a plain aggregate needs no copy at all: its
+ * tuple says where the hashes are in the leader's memory (AMQ_STATE_LOCAL,
+ * LocalShare).
  *
  * A buffer that outgrows what one varlena (and so a serialized partial
  * state or the final filter) can carry is an error with a hint, never an
@@ -97,7 +100,7 @@ StaticAssertDecl(MAX_RUNS + 1 <= AMQ_UNION_MAX_RUNS,
 /* partial states of at least this many hashes go through shared memory */
 #define SHARE_MIN_HASHES	8192
 
-/* the body of an AMQ_STATE_SHARED state: where the hashes are */
+/* the body of an AMQ_STATE_SHARED or _LOCAL state: where the hashes are */
 #define SHARED_BODY		24
 
 /* the modes are those of the serialized state (core.h) */
@@ -137,6 +140,8 @@ typedef struct AmqAggState
 	dsa_area   *share_area;
 	dsa_pointer share_dp;
 	int			share_node;		/* the partial aggregate's plan node id */
+	bool		share_local;	/* the leader's plain aggregate: LocalShare */
+	struct LocalShare *local;	/* its registration, once flattened */
 
 	/* AGG_FILTER: f points into filter */
 	struct varlena *filter;
@@ -168,6 +173,26 @@ typedef struct SharedRun
 	PlanState  *gather;			/* the Gather whose area it is, or NULL: the
 								 * parallel worker's own (es_query_dsa) */
 } SharedRun;
+
+/*
+ * A partial state's hashes that the combining aggregate in the same process
+ * reads where they are: the leader's own state of a plain aggregate, which
+ * lives until the query ends or the partial aggregate is scanned again,
+ * after the combining aggregate is done with it (its own rescan comes
+ * first).  Its tuple names it by a token, which the combine looks up among
+ * the registrations of this process that are alive: a value that names
+ * none is an error, never a pointer followed.
+ */
+typedef struct LocalShare
+{
+	MemoryContextCallback cb;	/* unregisters it when the state's memory goes */
+	struct LocalShare *next;
+	uint64		token;
+	const AmqAggState *state;
+} LocalShare;
+
+static LocalShare *local_shares;	/* this process's live registrations */
+static uint64 local_share_tokens;
 
 static pg_noinline AmqAggState *agg_trans_slow(FunctionCallInfo fcinfo,
 												AmqAggState *s, bool expanded);
@@ -406,10 +431,43 @@ filter_flush(AmqAggState *s)
  * the amqaggstate type's value (the flat form of its expanded object).
  */
 
+static void
+local_share_forget(void *arg)
+{
+	LocalShare *ls = (LocalShare *) arg;
+
+	for (LocalShare **pp = &local_shares; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == ls)
+		{
+			*pp = ls->next;
+			break;
+		}
+}
+
+/* Register s (once) for the combining aggregate to find (LocalShare). */
+static void
+local_share_register(AmqAggState *s)
+{
+	LocalShare *ls;
+
+	if (s->local != NULL)
+		return;
+	ls = MemoryContextAllocZero(s->mcxt, sizeof(LocalShare));
+	ls->token = ++local_share_tokens;
+	ls->state = s;
+	ls->cb.func = local_share_forget;
+	ls->cb.arg = ls;
+	MemoryContextRegisterResetCallback(s->mcxt, &ls->cb);
+	ls->next = local_shares;
+	local_shares = ls;
+	s->local = ls;
+}
+
 /*
  * In a partial aggregate below a Gather, copy s's hashes (sorted,
  * distinct) into the query's shared memory area for state_write to say
- * where they are: true if it did.  Small states, and an area without room,
+ * where they are, or in the leader's plain aggregate register them where
+ * they are (LocalShare): true if it did.  Small states, and an area without room,
  * go through the tuple queue as always.
  */
 static bool
@@ -417,6 +475,11 @@ state_share(AmqAggState *s)
 {
 	if (s->share_area == NULL || s->nhashes < SHARE_MIN_HASHES)
 		return false;
+	if (s->share_local)
+	{
+		local_share_register(s);
+		return true;
+	}
 	if (!DsaPointerIsValid(s->share_dp))
 	{
 		s->share_dp = dsa_allocate_extended(s->share_area,
@@ -460,6 +523,8 @@ state_write(const AmqAggState *s, uint8 *p)
 	hdr.mode = (uint8) s->mode;
 	if (s->mode == AGG_BUFFER && DsaPointerIsValid(s->share_dp))
 		hdr.mode = AMQ_STATE_SHARED;
+	else if (s->mode == AGG_BUFFER && s->local != NULL && s->nhashes >= SHARE_MIN_HASHES)
+		hdr.mode = AMQ_STATE_LOCAL;
 	hdr.kind = s->kind;
 	hdr.key_family = ki->key_family;
 	hdr.hash_scheme = ki->hash_scheme;
@@ -468,11 +533,12 @@ state_write(const AmqAggState *s, uint8 *p)
 	hdr.capacity = s->capacity;
 	amq_state_write_header(&hdr, p);
 	p += AMQ_STATE_HEADER;
-	if (hdr.mode == AMQ_STATE_SHARED)
+	if (hdr.mode == AMQ_STATE_SHARED || hdr.mode == AMQ_STATE_LOCAL)
 	{
 		amq_store32(p, (uint32) s->share_node);
 		amq_store32(p + 4, 0);
-		amq_store64(p + 8, (uint64) s->share_dp);
+		amq_store64(p + 8, hdr.mode == AMQ_STATE_SHARED ? (uint64) s->share_dp :
+					s->local->token);
 		amq_store64(p + 16, s->nhashes);
 	}
 	else if (s->mode == AGG_BUFFER)
@@ -949,7 +1015,14 @@ agg_start(FunctionCallInfo fcinfo, MemoryContext aggcontext, bool expanded)
 	{
 		buffer_presize(s, fcinfo);
 		if (expanded && (s->share_area = partial_share_area(fcinfo)) != NULL)
-			s->share_node = ((AggState *) fcinfo->context)->ss.ps.plan->plan_node_id;
+		{
+			Agg		   *plan = (Agg *) ((AggState *) fcinfo->context)->ss.ps.plan;
+
+			s->share_node = plan->plan.plan_node_id;
+			/* one state, kept until the combining aggregate is done with it */
+			s->share_local = !IsParallelWorker() && plan->aggstrategy == AGG_PLAIN &&
+				plan->groupingSets == NIL;
+		}
 	}
 	return s;
 }
@@ -1387,18 +1460,20 @@ shared_run_forget(void *arg)
 }
 
 /*
- * If d is a partial state handed over through shared memory (state_share),
- * make the empty state s its hashes, in place in the area of the Gather
- * below this aggregate (or this parallel worker's own), and return the run
- * that frees them (its callback on mcxt, the combining state's memory).
- * NULL for any other value.  The header is validated as any state's; the
- * hashes are this extension's own, written by the partial aggregate of
- * this query, sorted and distinct.  Only a partial aggregate writes this
- * form, and every input function refuses it (amq_state_parse).
+ * If d is a partial state handed over where it is (state_share), make the
+ * empty state s its hashes and return true.  In shared memory, they stay
+ * in the area of the Gather below this aggregate (or this parallel
+ * worker's own), and *srp is set to the run that frees them (its callback
+ * on mcxt, the combining state's memory); in this process's memory
+ * (LocalShare), *srp is NULL: the partial state keeps them.  False for any
+ * other value.  The header is validated as any state's; the hashes are
+ * this extension's own, written by the partial aggregate of this query,
+ * sorted and distinct.  Only a partial aggregate writes these forms, and
+ * every input function refuses them (amq_state_parse).
  */
-static SharedRun *
+static bool
 state_take_shared(FunctionCallInfo fcinfo, Datum d, AmqAggState *s,
-				  MemoryContext mcxt)
+				  MemoryContext mcxt, SharedRun **srp)
 {
 	AggState   *agg = (AggState *) fcinfo->context;
 	struct varlena *v = (struct varlena *) DatumGetPointer(d);
@@ -1409,12 +1484,14 @@ state_take_shared(FunctionCallInfo fcinfo, Datum d, AmqAggState *s,
 	SharedRun  *sr;
 	uint64		n;
 
+	*srp = NULL;
 	if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
-		return NULL;			/* expanded, toasted: not 56 bytes in a tuple */
+		return false;			/* expanded, toasted: not 56 bytes in a tuple */
 	buf = (const uint8 *) VARDATA_ANY(v);
 	if (VARSIZE_ANY_EXHDR(v) != AMQ_STATE_HEADER + SHARED_BODY ||
-		buf[0] != AMQ_STATE_VERSION || buf[1] != AMQ_STATE_SHARED)
-		return NULL;
+		buf[0] != AMQ_STATE_VERSION ||
+		(buf[1] != AMQ_STATE_SHARED && buf[1] != AMQ_STATE_LOCAL))
+		return false;
 
 	/* the header is a buffer state's but for its mode */
 	memcpy(head, buf, AMQ_STATE_HEADER);
@@ -1427,6 +1504,21 @@ state_take_shared(FunctionCallInfo fcinfo, Datum d, AmqAggState *s,
 			 (unsigned long long) n);
 	if (agg == NULL || !IsA(agg, AggState))
 		elog(ERROR, "amq_agg partial state in shared memory outside an aggregate");
+
+	if (buf[1] == AMQ_STATE_LOCAL)
+	{
+		uint64		token = amq_load64(buf + AMQ_STATE_HEADER + 8);
+		LocalShare *ls = local_shares;
+
+		while (ls != NULL && ls->token != token)
+			ls = ls->next;
+		if (ls == NULL || ls->state->nhashes != n || ls->state->nsorted != n)
+			elog(ERROR, "amq_agg partial state of this process not found");
+		state_set_options(s, &hdr);
+		s->hashes = ls->state->hashes;
+		s->nhashes = s->nsorted = s->maxhashes = n;
+		return true;
+	}
 
 	sr = MemoryContextAllocZero(mcxt, sizeof(SharedRun));
 	search.node_id = (int) amq_load32(buf + AMQ_STATE_HEADER);
@@ -1448,7 +1540,8 @@ state_take_shared(FunctionCallInfo fcinfo, Datum d, AmqAggState *s,
 	state_set_options(s, &hdr);
 	s->hashes = dsa_get_address(sr->area, sr->dp);
 	s->nhashes = s->nsorted = s->maxhashes = n;
-	return sr;
+	*srp = sr;
+	return true;
 }
 
 /*
@@ -1473,8 +1566,7 @@ amq_agg_combinefn(PG_FUNCTION_ARGS)
 	}
 	a = PG_ARGISNULL(0) ? state_new_expanded(fcinfo, aggcontext) : state_rw_arg(fcinfo, 0);
 	memset(&tmp, 0, sizeof(tmp));
-	sr = state_take_shared(fcinfo, PG_GETARG_DATUM(1), &tmp, a->mcxt);
-	if (sr != NULL)
+	if (state_take_shared(fcinfo, PG_GETARG_DATUM(1), &tmp, a->mcxt, &sr))
 	{
 		/* a new state takes the options; the hashes become a run of it */
 		if (PG_ARGISNULL(0))

@@ -328,10 +328,12 @@ typedef enum AmqStateMode
 	AMQ_STATE_FILTER = 1,
 	/*
 	 * A partial aggregate's buffer handed to the combining aggregate through
-	 * the query's shared memory (amq_agg.c): only ever in flight between the
-	 * two, and refused by amq_state_parse, so by every input function.
+	 * the query's shared memory (amq_agg.c), or, in the process that runs
+	 * both, where it is (LOCAL): only ever in flight between the two, and
+	 * refused by amq_state_parse, so by every input function.
 	 */
-	AMQ_STATE_SHARED = 2
+	AMQ_STATE_SHARED = 2,
+	AMQ_STATE_LOCAL = 3
 } AmqStateMode;
 
 typedef struct AmqStateHeader
