@@ -246,6 +246,11 @@ SELECT pg_temp.err($$SELECT 'AAAA'::amqaggstate$$);
 SELECT pg_temp.err($$SELECT encode(substr(decode(st::text, 'base64'), 1, 39), 'base64')::amqaggstate
 	FROM states WHERE kind = 'bloom' AND cap IS NULL AND part = 1$$);
 SELECT pg_temp.err($$SELECT amq_agg_trans(NULL::amqaggstate, 1)$$);
+-- the hand-over forms of a parallel plan's partial states (modes 2 and 3)
+-- are refused as input
+SELECT m, pg_temp.err(format($$SELECT translate(encode(set_byte(decode(st::text, 'base64'), 1, %s),
+	'base64'), E'\n', '')::amqaggstate FROM states WHERE kind = 'blocked' AND cap IS NULL AND part = 1$$, m))
+FROM (VALUES (2), (3)) v(m);
 DROP TABLE kinds_list, states;
 
 -- errors

@@ -112,7 +112,11 @@ test_state_buffer(void)
 	expect("state: hashes not whole words", &h, body, 12, AMQ_ERR_CORRUPT, true);
 	expect("state: no hashes", &h, body, 0, AMQ_OK, false);
 
-	h.mode = 2;
+	h.mode = AMQ_STATE_SHARED;
+	expect("state: the shared hand-over's mode", &h, body, sizeof(body), AMQ_ERR_CORRUPT, true);
+	h.mode = AMQ_STATE_LOCAL;
+	expect("state: the local hand-over's mode", &h, body, sizeof(body), AMQ_ERR_CORRUPT, true);
+	h.mode = 4;
 	expect("state: unknown mode", &h, body, sizeof(body), AMQ_ERR_CORRUPT, true);
 	h.mode = AMQ_STATE_BUFFER;
 	h.kind = 0;
