@@ -20,7 +20,7 @@ import argparse
 import statistics
 import time
 
-from benchlib import connect, ensure_dataset, run
+from benchlib import connect, ensure_dataset, run, timed
 
 ap = argparse.ArgumentParser(description="cost of first-touched memory per query")
 ap.add_argument("N", nargs="?", type=int, default=10_000_000, help="rows of t_big")
@@ -45,22 +45,15 @@ for setting in ("max_parallel_workers_per_gather = 0", "jit = off"):
     run(conn, f"SET {setting}")
 run(conn, "SELECT count(*) FROM t_big")
 
-
-def timed(sql):
-    t0 = time.perf_counter()
-    run(conn, sql)
-    return time.perf_counter() - t0
-
-
 hot = {name: [] for name, _, _ in QUERIES}
 cold = {name: [] for name, _, _ in QUERIES}
 for rnd in range(args.runs):
     for name, sql, workers in QUERIES:
         run(conn, f"SET max_parallel_workers_per_gather = {workers}")
-        timed(sql)
-        hot[name].append(timed(sql))
+        run(conn, sql)  # the run before the back-to-back one
+        hot[name].append(timed(conn, sql, 1)[0])
         time.sleep(args.idle)
-        cold[name].append(timed(sql))
+        cold[name].append(timed(conn, sql, 1)[0])
     print(f"# round {rnd + 1} of {args.runs} done", flush=True)
 
 print(f"{'query':24s} {'back to back s':>15s} {f'after {args.idle:g} s idle':>17s} {'ratio':>6s}")
