@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "kind_fingerprint.h"
 #include "test_static.h"
 
 /* ---- hooks ---- */
@@ -152,6 +153,82 @@ test_fuse_check(void)
 		  "fuse check: rejects payload beyond AMQ_MAX_PAYLOAD", NULL);
 }
 
+/*
+ * A byte counts at most 63 keys of a slot: amq_fp_count_key reports the
+ * 64th.  Then sets of 1000 keys of which 65 share one slot under the first
+ * seed's mapping: the count wraps to one key, and a build that went on to
+ * peel would take the xor of 65 hashes for a key, peel "it" and corrupt the
+ * counts of two unrelated slots (measured: most such builds finish with
+ * the first seed, some write past the stack).  The build must go on to
+ * another seed and hold every key.
+ */
+static void
+test_fuse_crowded_slot(void)
+{
+	const AmqKindOps *ops = &amq_fuse_ops;
+	AmqFpCount	cnt[3] = {0, 0, 0};
+	uint64_t	xh[3] = {0, 0, 0};
+	const uint64_t p[3] = {0, 1, 2};
+	uint32_t	wrapped = 0;
+	uint64_t	keys[1000];
+	uint64_t	scratch[1000];
+	int			moved = 0;
+	int			built = 0;
+	uint64_t	missing = 0;
+	int			i;
+
+	for (i = 0; i < 63; i++)
+		wrapped |= amq_fp_count_key(cnt, xh, p, (uint64_t) i + 1);
+	check(wrapped == 0 && cnt[0] == 252 && (cnt[1] >> 2) == 63,
+		  "fuse count: 63 keys in a slot count without wrapping",
+		  "wrapped %u, cnt %u", wrapped, (unsigned) cnt[0]);
+	check(amq_fp_count_key(cnt, xh, p, 64) != 0,
+		  "fuse count: the 64th key of a slot is reported", NULL);
+
+	for (i = 0; i < 8; i++)
+	{
+		AmqFilter	f;
+		uint64_t	span;
+		uint64_t	seed0;
+		uint64_t	target;
+		uint64_t	x = (uint64_t) i * 1000000;
+		size_t		n = 0;
+
+		if (make_filter(ops, &f, 1000, 0.01, 0) != AMQ_OK)
+			break;
+		span = f.param[0] * f.param[1];
+		seed0 = amq_fp_attempt_seed(f.seed, 0);
+		target = (uint64_t) i * 17 % span;
+		free_filter(&f);
+		while (n < 65)
+		{
+			uint64_t	k = key_in(x++);
+
+			if (amq_reduce(amq_fp_hash(k, seed0), span) == target)
+				keys[n++] = k;
+		}
+		while (n < 1000)
+		{
+			uint64_t	k = key_in(x++);
+
+			if (amq_reduce(amq_fp_hash(k, seed0), span) != target)
+				keys[n++] = k;
+		}
+		n = amq_sort_unique(keys, n, scratch);
+		if (n == 1000 && static_make(ops, &f, keys, n, 0.01, 0, NULL) == AMQ_OK)
+		{
+			built++;
+			moved += f.seed != seed0;
+			missing += static_count_missing(ops, &f, keys, n);
+		}
+		free_filter(&f);
+	}
+	check(built == 8 && moved == 8 && missing == 0,
+		  "fuse crowded slot: 65 keys sharing a slot under the first seed make it take the next, with no false negatives",
+		  "%d of 8 built, %d left the first seed, %llu keys missing",
+		  built, moved, (unsigned long long) missing);
+}
+
 void
 test_fuse(void)
 {
@@ -168,6 +245,7 @@ test_fuse(void)
 	static_test_duplicates(ops);
 	static_test_determinism(ops);
 	static_test_nomem(ops);
+	test_fuse_crowded_slot();
 	static_test_stats_edges(ops);
 	/* up to 7000 keys the segments are at most 1024 slots of 4 bytes */
 	static_test_span(ops, 3 * 1024 * 4);
