@@ -120,7 +120,8 @@ ORDER BY m.ord;
 
 -- Format version 1 vectors whose build changed with version 2
 -- (test/vectors/kinds-v1: scalable aggregates, whose first stage is now
--- sized for their keys, and xor filters, now peeled breadth-first).
+-- sized for their keys, and xor and fuse filters, now peeled
+-- breadth-first).
 -- Frozen: they still parse, are version 1, hold every key and answer every
 -- absent key as recorded; today's build of the same keys is version 2, its
 -- manifest entry in kinds/.

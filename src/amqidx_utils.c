@@ -345,12 +345,13 @@ AmqIdxReadRange(AmqIdxReader *r, AmqIdxAddr a, AmqIdxRange *rg)
 static void
 decode_filter(AmqIdxReader *r, AmqIdxAddr a, const uint8 *hdr, AmqIdxFilter *f)
 {
-	if (amq_load32(hdr) != AMQ_MAGIC || hdr[4] != AMQ_FORMAT_VERSION)
+	if (amq_load32(hdr) != AMQ_MAGIC)
 		AmqIdxCorrupted(r->index, a.blk, "a filter header is malformed");
 	amq_parse_trusted(hdr, AMQ_HEADER_SIZE, &f->f);
 	f->f.payload = NULL;
 	f->ops = amq_kind_ops(f->f.kind);
-	if (f->ops == NULL || f->ops->probe_span == NULL ||
+	if (!amq_check_version(&f->f, hdr[AMQ_OFF_VERSION]) ||
+		f->ops == NULL || f->ops->probe_span == NULL ||
 		f->f.payload_len > AMQ_MAX_PAYLOAD || f->ops->check(&f->f) != AMQ_OK)
 		AmqIdxCorrupted(r->index, a.blk, "a filter header is malformed");
 	f->payload = AmqIdxAddrAdd(a, AMQ_HEADER_SIZE);

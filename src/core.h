@@ -152,9 +152,12 @@ typedef enum AmqKeyFamily
  * that the same keys give other bytes than a version 1 build did.
  */
 #define AMQ_FLAG_XOR_BFS			0x4u
-#define AMQ_FLAGS_KNOWN				0x7u
+/* Kind fuse only: the same, for fuse's peeling (kind_fuse.c). */
+#define AMQ_FLAG_FUSE_BFS			0x8u
+#define AMQ_FLAGS_KNOWN				0xfu
 /* the flags that make a filter format version 2 */
-#define AMQ_FLAGS_V2				(AMQ_FLAG_SCALABLE_SIZED | AMQ_FLAG_XOR_BFS)
+#define AMQ_FLAGS_V2				(AMQ_FLAG_SCALABLE_SIZED | AMQ_FLAG_XOR_BFS | \
+									 AMQ_FLAG_FUSE_BFS)
 
 /* The format version a filter with these flags is written as. */
 static inline int
@@ -295,6 +298,7 @@ extern AmqStatus amq_plan_flags(AmqFilter *f, int kind, uint64_t capacity,
 								 double fpr, uint32_t flags);
 extern AmqStatus amq_parse(const uint8_t *buf, size_t len, AmqFilter *out);
 extern void amq_parse_trusted(const uint8_t *buf, size_t len, AmqFilter *out);
+extern bool amq_check_version(const AmqFilter *f, int version);
 extern void amq_write_header(const AmqFilter *f, uint8_t *buf);
 extern uint64_t amq_checksum(const uint8_t *header, const uint8_t *payload,
 							 uint64_t payload_len);

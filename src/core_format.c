@@ -30,12 +30,13 @@ amq_check_fpr(double fpr)
 	return AMQ_OK;
 }
 
-/* The sized flag belongs to scalable filters only, the BFS flag to xor. */
+/* The sized flag belongs to scalable filters only, each BFS flag to its kind. */
 static inline bool
 amq_flags_fit_kind(uint32_t flags, int kind)
 {
 	return (!(flags & AMQ_FLAG_SCALABLE_SIZED) || kind == AMQ_KIND_SCALABLE) &&
-		(!(flags & AMQ_FLAG_XOR_BFS) || kind == AMQ_KIND_XOR);
+		(!(flags & AMQ_FLAG_XOR_BFS) || kind == AMQ_KIND_XOR) &&
+		(!(flags & AMQ_FLAG_FUSE_BFS) || kind == AMQ_KIND_FUSE);
 }
 
 /*
@@ -140,6 +141,21 @@ amq_parse_trusted(const uint8_t *buf, size_t len, AmqFilter *out)
 }
 
 /*
+ * Do a decoded header's flags go with its kind and with the format version
+ * it was written as?  The version is written from the flags alone, and
+ * each version 2 flag belongs to one kind: anything else was not written
+ * by bloomamq.  Shared by amq_parse() and the amq index's reading of the
+ * headers in its pages.
+ */
+bool
+amq_check_version(const AmqFilter *f, int version)
+{
+	return (f->flags & ~AMQ_FLAGS_KNOWN) == 0 &&
+		version == amq_format_version(f->flags) &&
+		amq_flags_fit_kind(f->flags, f->kind);
+}
+
+/*
  * Do the key fields of a header go together?  Shared by amq_parse() and the
  * validation of serialized aggregate states.
  */
@@ -224,14 +240,7 @@ amq_parse(const uint8_t *buf, size_t len, AmqFilter *out)
 	if (amq_check_keyinfo(out->kind, out->hash_scheme, out->key_family,
 						   out->key_type, out->seed) != AMQ_OK)
 		return AMQ_ERR_CORRUPT;
-	if ((out->flags & ~AMQ_FLAGS_KNOWN) != 0)
-		return AMQ_ERR_CORRUPT;
-	/*
-	 * The version is written from the flags alone, and each version 2
-	 * flag belongs to one kind: anything else was not written by bloomamq.
-	 */
-	if (buf[AMQ_OFF_VERSION] != amq_format_version(out->flags) ||
-		!amq_flags_fit_kind(out->flags, out->kind))
+	if (!amq_check_version(out, buf[AMQ_OFF_VERSION]))
 		return AMQ_ERR_CORRUPT;
 	if (amq_check_fpr(out->fpr) != AMQ_OK)
 		return AMQ_ERR_CORRUPT;

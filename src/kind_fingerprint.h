@@ -195,13 +195,13 @@ amq_fp_input_ok(const uint64_t *hashes, size_t n, uint64_t nslots)
  * than the straddles cost xor; packed, fuse still measured 6% slower with
  * it than with two arrays, so fuse keeps them.
  *
- * fuse's cnt[] is one byte a slot (AmqFpCount): its peeling waits on these
- * loads, and a quarter of the bytes keeps the window of three segments it
- * works in inside L2 (at 10^7 keys the build took 39 ns per key instead of
- * 44).  A byte counts up to 63 keys, where a slot holds 2.7 on average:
- * more than 63 wrap the count, which amq_fp_count_key reports, and the
- * build then tries its next seed.  Only keys chosen to collide can get
- * there, and they do not collide again under another seed.
+ * fuse's cnt[] is one byte a slot (AmqFpCount): a quarter of the memory
+ * to fault in and to fetch while peeling (at 10^7 keys the build took 28
+ * to 30 ns per key, against 31 to 33 with four-byte counts).  A byte
+ * counts up to 63 keys, where a slot holds 2.7 on average: more than 63
+ * wrap the count, which amq_fp_count_key reports, and the build then tries
+ * its next seed.  Only keys chosen to collide can get there, and they do
+ * not collide again under another seed.
  */
 typedef uint8_t AmqFpCount;
 
@@ -227,35 +227,40 @@ amq_fp_count_key(AmqFpCount *cnt, uint64_t *xh, const uint64_t *p, uint64_t h)
 }
 
 /*
- * Remove key h, peeled from its slot p[j], from its other two slots, and
- * push those left with one key onto the stack alone[], in the order of
- * their k.  The other two, ka < kb, are picked without a branch: which
- * slot a key was peeled from is random, and a branch on it mispredicted
- * often enough to cost 10% of fuse's peeling.  The pushes are branches on
- * purpose: a branch-free push makes the next pop wait for this slot's
- * count to load, which measured 40% slower.
+ * Take key h out of slot q, its k-th.  When one key is left there, queue
+ * that key: its hash and which of its slots q is (qh, qj at *tail).  The
+ * entry at *tail is written either way (no branch), so qh and qj need one
+ * entry beyond the most the queue can hold.  A queued key that is peeled
+ * from another slot first leaves this slot's count at 0, which is how its
+ * entry is known to be stale when taken.
  */
 static inline void
-amq_fp_unpeel_one(AmqFpCount *cnt, uint64_t *xh, uint32_t *alone, size_t *top,
-				  uint64_t q, uint32_t k, uint64_t h)
+amq_fp_unpeel_one(AmqFpCount *cnt, uint64_t *xh, uint64_t *qh, uint8_t *qj,
+				  size_t *tail, uint64_t q, uint32_t k, uint64_t h)
 {
 	uint32_t	c = (AmqFpCount) ((cnt[q] - 4) ^ k);
+	uint64_t	x = xh[q] ^ h;
 
 	cnt[q] = (AmqFpCount) c;
-	xh[q] ^= h;
-	if ((c >> 2) == 1)
-		alone[(*top)++] = (uint32_t) q;
+	xh[q] = x;
+	qh[*tail] = x;
+	qj[*tail] = (uint8_t) (c & 3);
+	*tail += (c >> 2) == 1;
 }
 
+/*
+ * The same for the two slots of h other than its j-th, p[j], in their
+ * order (ka < kb), picked without a branch.
+ */
 static inline void
-amq_fp_unpeel_others(AmqFpCount *cnt, uint64_t *xh, uint32_t *alone,
-					 size_t *top, const uint64_t *p, uint32_t j, uint64_t h)
+amq_fp_unpeel_others(AmqFpCount *cnt, uint64_t *xh, uint64_t *qh, uint8_t *qj,
+					 size_t *tail, const uint64_t *p, uint32_t j, uint64_t h)
 {
 	uint32_t	ka = (j == 0);
 	uint32_t	kb = 2 - (j == 2);
 
-	amq_fp_unpeel_one(cnt, xh, alone, top, p[ka], ka, h);
-	amq_fp_unpeel_one(cnt, xh, alone, top, p[kb], kb, h);
+	amq_fp_unpeel_one(cnt, xh, qh, qj, tail, p[ka], ka, h);
+	amq_fp_unpeel_one(cnt, xh, qh, qj, tail, p[kb], kb, h);
 }
 
 /* the same scratch, one entry per slot (xor) */

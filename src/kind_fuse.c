@@ -43,26 +43,31 @@
  * If every key peels, the slots are assigned in reverse peeling order,
  * each key's own slot getting the value that makes its three slots xor to
  * its fingerprint.  The keys are first bucketed by the top bits of h,
- * which orders them by segment, so the counting and peeling passes walk
- * the scratch arrays almost sequentially instead of missing the cache on
- * every key (2.3 times faster at 10^7 keys).  Peeling records each key's
- * hash and which of its slots it was peeled from, in peeling order, so
- * assigning reads them in sequence.  If peeling stalls (a 2-core remains)
- * the build retries with the next seed, up to FUSE_MAX_ATTEMPTS; each
- * attempt succeeds with probability well above 1/2, so running out means
- * the keys were not distinct.  Scratch is about 23 bytes per key, from the
- * caller's allocator.
+ * which orders them by segment, so that counting walks the scratch arrays
+ * almost sequentially instead of missing the cache on every key.  If
+ * peeling stalls (a 2-core remains) the build retries with the next seed,
+ * up to FUSE_MAX_ATTEMPTS; each attempt succeeds with probability well
+ * above 1/2, so running out means the keys were not distinct.  Scratch is
+ * about 20 bytes per key, from the caller's allocator.
+ *
+ * The peeling order fixes the payload.  It is breadth-first (format
+ * version 2, AMQ_FLAG_FUSE_BFS): slots holding one key are queued in slot
+ * order, then each key taken from the queue's head queues the slots it
+ * leaves with one key.  Releases before 0.5.0 peeled depth-first, from a
+ * stack (version 1, which reads and answers the same way).  Depth-first,
+ * most keys came from the slot the previous key had just left alone, so
+ * each waited for the loads of the one before; breadth-first, the queue
+ * holds each key's hash and the slot that queued it, so the build fetches
+ * what the key some entries ahead will touch and the loads overlap.
+ * Peeled keys are written back over the queue's head, in order, so
+ * assigning reads them in sequence.
  *
  * Where the time goes at 10^7 keys (8-bit fingerprints, thread CPU clock,
  * scratch reused so that page faults are left out, on a 2-core AMD EPYC
- * VM): bucketing 2.5 ns per key, counting 4, peeling 26, assigning 3.4.
- * Peeling is bound by the latency of the counts it loads, which is why
- * they are one byte a slot (kind_fingerprint.h): the window of three
- * segments it works in, 96 KB of counts and 768 KB of hashes at 10^7 keys,
- * then stays in a 1 MB L2 (peeling took 29 to 33 ns with four-byte
- * counts).  Its depth-first order fixes which slot each key gets, so it
- * cannot be reordered for locality without changing the bytes.  First
- * touching about 190 MB of scratch adds 5 to 10 ns.
+ * VM): bucketing 2.5 ns per key, counting 4, peeling 9 (depth-first: 23 to
+ * 26), assigning 4.5 to 6.5 (depth-first: 3.4, its order being closer to
+ * the payload's).  First touching the scratch adds 5 to 10 ns: the whole
+ * build took 28 to 30 ns per key with it, 41 to 45 depth-first.
  *
  *-------------------------------------------------------------------------
  */
@@ -89,57 +94,15 @@ fuse_slots(uint64_t h, uint64_t seglen, uint64_t span, uint64_t *p)
 }
 
 /*
- * The build's prefetch distance, in keys, for the counting and assigning
- * passes.  Prefetches change no result: the passes run in the same order
- * either way.
+ * How many entries ahead of its head the peeling fetches what a queued key
+ * will touch (16: 12 ns per key at 10^7 keys, 32: 9, 64: 9).
  */
-#define FUSE_AHEAD			8
+#define FUSE_PEEL_AHEAD		32
 
 /* slots zeroed at a time ahead of the counting */
 #ifndef FUSE_ZERO_CHUNK
 #define FUSE_ZERO_CHUNK		2048
 #endif
-
-/* fetch the peeling scratch of slots p, for writing */
-static inline void
-fuse_prefetch_slots(AmqFpCount *cnt, uint64_t *xh, const uint64_t *p)
-{
-	__builtin_prefetch(&cnt[p[0]], 1);
-	__builtin_prefetch(&cnt[p[1]], 1);
-	__builtin_prefetch(&cnt[p[2]], 1);
-	__builtin_prefetch(&xh[p[0]], 1);
-	__builtin_prefetch(&xh[p[1]], 1);
-	__builtin_prefetch(&xh[p[2]], 1);
-}
-
-/* fetch the payload slots p (of w bits), for writing */
-static inline void
-fuse_prefetch_payload(uint8_t *payload, int w, const uint64_t *p)
-{
-	__builtin_prefetch(payload + p[0] * (uint64_t) w / 8, 1);
-	__builtin_prefetch(payload + p[1] * (uint64_t) w / 8, 1);
-	__builtin_prefetch(payload + p[2] * (uint64_t) w / 8, 1);
-}
-
-/*
- * Which of its three slots the k-th peeled key was peeled from, two bits a
- * key, four to a byte: 2.5 MB at 10^7 keys, where a byte each would cost
- * 10 MB of page faults.
- */
-static inline void
-fuse_record_j(uint8_t *pj, size_t k, uint32_t j)
-{
-	if ((k & 3) == 0)
-		pj[k >> 2] = (uint8_t) j;
-	else
-		pj[k >> 2] |= (uint8_t) (j << (2 * (k & 3)));
-}
-
-static inline uint32_t
-fuse_recorded_j(const uint8_t *pj, size_t k)
-{
-	return (pj[k >> 2] >> (2 * (k & 3))) & 3;
-}
 
 /* Segment length, segment count, fingerprint bits for capacity at fpr. */
 static AmqStatus
@@ -183,6 +146,8 @@ fuse_plan(AmqFilter *f, uint64_t capacity, double fpr)
 	f->param[1] = (uint64_t) segs;
 	f->param[2] = (uint64_t) w;
 	f->payload_len = (f->param[1] + 2) * f->param[0] * bytes_per_slot;
+	/* built by the breadth-first peel: format version 2 */
+	f->flags |= AMQ_FLAG_FUSE_BFS;
 	return AMQ_OK;
 }
 
@@ -253,10 +218,11 @@ fuse_contains_span(const AmqFilter *f, uint64_t hash, const uint8_t *span)
 }
 
 /*
- * Scratch per slot: cnt and xh as kind_fingerprint.h describes, alone the
- * stack of slots holding one key; per key, keys (the bucketed hashes, then
- * the peeled keys' hashes in peeling order) and two bits of peeled_j; per
- * bucket, its counter.
+ * Scratch per slot: cnt and xh as kind_fingerprint.h describes, and the
+ * peeling queue, each entry a key's hash (qh) and which of its slots queued
+ * it (qj); per bucket, its counter.  qh first holds the bucketed hashes,
+ * which only the counting reads; the peeled keys are written back over the
+ * queue's head, in peeling order, so that assigning reads them in sequence.
  */
 static AmqStatus
 fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
@@ -268,12 +234,11 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 	const int	w = (int) f->param[2];
 	const uint32_t fpmask = amq_fp_mask(w);
 	const uint64_t orig_seed = f->seed;
-	uint64_t   *keys = NULL;	/* bucketed hashes, then the peel order */
+	uint64_t   *qh = NULL;		/* bucketed hashes, then the peeling queue */
+	uint8_t    *qj = NULL;
 	uint64_t   *xh = NULL;
 	AmqFpCount *cnt = NULL;
-	uint32_t   *alone = NULL;
 	uint32_t   *bucket = NULL;
-	uint8_t    *peeled_j = NULL;
 	int			bucket_bits;
 	uint64_t	nbuckets;
 	AmqStatus	result = AMQ_ERR_BUILD_FAILED;
@@ -300,13 +265,18 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 
 	if (alloc == NULL || alloc->alloc == NULL)
 		return AMQ_ERR_NOMEM;
-	keys = amq_fp_alloc(alloc, n, sizeof(uint64_t));
-	xh = keys ? amq_fp_alloc(alloc, nslots, sizeof(uint64_t)) : NULL;
+
+	/*
+	 * The queue holds each slot at most once, and amq_fp_unpeel_one writes
+	 * one entry past its tail: nslots + 1 entries (n <= nslots, checked
+	 * above, so the bucketed hashes fit too).
+	 */
+	qh = amq_fp_alloc(alloc, nslots + 1, sizeof(uint64_t));
+	qj = qh ? amq_fp_alloc(alloc, nslots + 1, 1) : NULL;
+	xh = qj ? amq_fp_alloc(alloc, nslots, sizeof(uint64_t)) : NULL;
 	cnt = xh ? amq_fp_alloc(alloc, nslots, sizeof(AmqFpCount)) : NULL;
-	alone = cnt ? amq_fp_alloc(alloc, nslots, sizeof(uint32_t)) : NULL;
-	bucket = alone ? amq_fp_alloc(alloc, nbuckets, sizeof(uint32_t)) : NULL;
-	peeled_j = bucket ? amq_fp_alloc(alloc, n / 4 + 1, 1) : NULL;
-	if (peeled_j == NULL)
+	bucket = cnt ? amq_fp_alloc(alloc, nbuckets, sizeof(uint32_t)) : NULL;
+	if (bucket == NULL)
 	{
 		result = AMQ_ERR_NOMEM;
 		goto done;
@@ -316,7 +286,8 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		const uint64_t seed = amq_fp_attempt_seed(orig_seed, attempt);
 		const int	shift = 64 - bucket_bits;
 		uint32_t	sum = 0;
-		size_t		top = 0;
+		size_t		head = 0;
+		size_t		tail = 0;
 		size_t		npeeled = 0;
 		uint32_t	wrapped = 0;
 		uint64_t	zhi;
@@ -337,7 +308,7 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		{
 			uint64_t	h = amq_fp_hash(hashes[i], seed);
 
-			keys[bucket[h >> shift]++] = h;
+			qh[bucket[h >> shift]++] = h;
 		}
 
 		/*
@@ -350,14 +321,9 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		zhi = 0;
 		for (i = 0; i < n; i++)
 		{
-			uint64_t	h = keys[i];
+			uint64_t	h = qh[i];
 			uint64_t	p[3];
 
-			if (i + FUSE_AHEAD < n)
-			{
-				fuse_slots(keys[i + FUSE_AHEAD], seglen, span, p);
-				fuse_prefetch_slots(cnt, xh, p);
-			}
 			fuse_slots(h, seglen, span, p);
 			if (p[2] >= zhi)
 			{
@@ -377,44 +343,57 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		memset(xh + zhi, 0, (size_t) (nslots - zhi) * sizeof(uint64_t));
 
 		/*
-		 * Peel.  A slot is pushed when it first holds exactly one key, which
-		 * happens at most once, so the stack never exceeds nslots.  The
-		 * peeled keys' hashes overwrite keys[], no longer needed, and
-		 * peeled_j records which of its slots each was peeled from, so that
-		 * assigning reads both in sequence instead of looking each key's
-		 * hash up in xh[] (about 3 ns per key less at 10^7 keys).
-		 *
-		 * The first pushes go without a branch: about one slot in five
-		 * holds one key, which a branch mispredicted often enough to cost
-		 * about 1.5 ns per key.  The write past the top stays in alone[]:
-		 * top <= s < nslots.
+		 * Peel breadth-first.  Queue the slots holding one key, in slot
+		 * order, without a branch (about one slot in five does; the write
+		 * past the tail stays in the queue: tail <= s < nslots).  Then take
+		 * each key from the queue's head: skip it if it was peeled from
+		 * another slot meanwhile (this slot's count is 0 then), else peel
+		 * it and queue the slots it leaves with one key.  The keys in the
+		 * queue are independent of the one being peeled, so fetch the
+		 * counts and hashes of the key some entries ahead.
 		 */
 		for (s = 0; s < nslots; s++)
 		{
-			alone[top] = (uint32_t) s;
-			top += (cnt[s] >> 2) == 1;
+			qh[tail] = xh[s];
+			qj[tail] = (uint8_t) (cnt[s] & 3);
+			tail += (cnt[s] >> 2) == 1;
 		}
-		while (top > 0)
+		while (head < tail)
 		{
-			uint32_t	slot = alone[--top];
-			uint32_t	c = cnt[slot];
 			uint64_t	h;
+			uint32_t	j;
 			uint64_t	p[3];
 
 			/*
-			 * No prefetching down the stack: a slot pushed by this peel is
-			 * most often the next popped, so the entries a few deep were
-			 * rarely the next ones, and dropping their prefetches (and the
-			 * hash loads to find their slots) measured 1 to 3% faster.
+			 * Fetch, for writing, what peeling the key some entries ahead
+			 * will touch: the count of the slot that queued it, which says
+			 * whether it is still there, and the counts and hashes of its
+			 * other two.  Written here: in a static function of their own
+			 * (given the slots as an array) GCC 12 at -O2 compiled them to
+			 * nothing, as it had the counting's and the assigning's, which
+			 * measured no faster once they were there and are gone.
 			 */
-			if ((c >> 2) != 1)
-				continue;		/* its key was peeled from another slot */
-			h = xh[slot];
+			if (head + FUSE_PEEL_AHEAD < tail)
+			{
+				uint32_t	ja = qj[head + FUSE_PEEL_AHEAD];
+
+				fuse_slots(qh[head + FUSE_PEEL_AHEAD], seglen, span, p);
+				__builtin_prefetch(&cnt[p[0]], 1);
+				__builtin_prefetch(&cnt[p[1]], 1);
+				__builtin_prefetch(&cnt[p[2]], 1);
+				__builtin_prefetch(&xh[p[ja == 0]], 1);
+				__builtin_prefetch(&xh[p[2 - (ja == 2)]], 1);
+			}
+			h = qh[head];
+			j = qj[head];
+			head++;
 			fuse_slots(h, seglen, span, p);
-			fuse_record_j(peeled_j, npeeled, c & 3);
-			keys[npeeled++] = h;
-			cnt[slot] = 0;
-			amq_fp_unpeel_others(cnt, xh, alone, &top, p, c & 3, h);
+			if ((cnt[p[j]] >> 2) != 1)
+				continue;		/* peeled from another slot */
+			cnt[p[j]] = 0;
+			qh[npeeled] = h;
+			qj[npeeled++] = (uint8_t) j;
+			amq_fp_unpeel_others(cnt, xh, qh, qj, &tail, p, j, h);
 		}
 
 		if (npeeled == n)
@@ -422,18 +401,11 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			/* assign in reverse peeling order */
 			for (i = n; i-- > 0;)
 			{
-				uint64_t	h = keys[i];
+				uint64_t	h = qh[i];
 				uint64_t	p[3];
 
-				/* the next key's slots */
-				if (i >= FUSE_AHEAD)
-				{
-					fuse_slots(keys[i - FUSE_AHEAD], seglen, span, p);
-					fuse_prefetch_payload(f->payload, w, p);
-				}
 				fuse_slots(h, seglen, span, p);
-				amq_fp_assign(f->payload, p[fuse_recorded_j(peeled_j, i)], w,
-							  fpmask, p, h);
+				amq_fp_assign(f->payload, p[qj[i]], w, fpmask, p, h);
 			}
 			f->seed = seed;
 			result = AMQ_OK;
@@ -446,12 +418,11 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 	}
 
 done:
-	amq_fp_free(alloc, peeled_j);
 	amq_fp_free(alloc, bucket);
-	amq_fp_free(alloc, alone);
 	amq_fp_free(alloc, cnt);
 	amq_fp_free(alloc, xh);
-	amq_fp_free(alloc, keys);
+	amq_fp_free(alloc, qj);
+	amq_fp_free(alloc, qh);
 	return result;
 }
 

@@ -707,3 +707,61 @@ static_test_big(const AmqKindOps *ops)
 	free_filter(&f);
 	free(keys);
 }
+
+/*
+ * A static kind whose build is format version 2 by its flag (xor's and
+ * fuse's breadth-first peel): a build carries the flag and is written as
+ * version 2; the same payload under a version 1 header (the depth-first
+ * peel of earlier releases has the same layout and probe) parses and holds
+ * every key; the flag and the version go together, only on this kind
+ * (other, a kind with a flag of its own, refuses it), and never from the
+ * caller of amq_plan_flags.
+ */
+void
+static_test_version(const AmqKindOps *ops, uint32_t flag,
+					const AmqKindOps *other, uint32_t other_flag)
+{
+	const uint64_t n = 10000;
+	uint64_t   *keys = static_keys(n);
+	AmqFilter	f;
+	AmqFilter	g;
+	uint8_t    *buf;
+	size_t		len;
+
+	check(static_make(ops, &f, keys, n, 0.01, 7, NULL) == AMQ_OK && f.flags == flag,
+		  kname(ops, " version: a build carries the breadth-first flag"), NULL);
+	buf = serialize_filter(&f, &len);
+	check(buf[AMQ_OFF_VERSION] == 2 && amq_parse(buf, len, &g) == AMQ_OK &&
+		  g.flags == flag,
+		  kname(ops, " version: written as format version 2, and parsed back"), NULL);
+
+	/* version 1: no flag */
+	f.flags = 0;
+	amq_write_header(&f, buf);
+	check(buf[AMQ_OFF_VERSION] == 1 && amq_parse(buf, len, &g) == AMQ_OK &&
+		  g.flags == 0 && static_count_missing(ops, &g, keys, n) == 0,
+		  kname(ops, " version: the payload under a version 1 header parses and holds every key"),
+		  NULL);
+	check(parse_as_version(buf, len, 2, &g) == AMQ_ERR_CORRUPT,
+		  kname(ops, " version: version 2 without the flag is refused"), NULL);
+	f.flags = flag;
+	amq_write_header(&f, buf);
+	check(parse_as_version(buf, len, 1, &g) == AMQ_ERR_CORRUPT,
+		  kname(ops, " version: version 1 with the flag is refused"), NULL);
+	free(buf);
+	free_filter(&f);
+
+	/* the flag from the caller, or on the other kind */
+	check(amq_plan_flags(&f, ops->id, 100, 0.01, flag) == AMQ_ERR_PARAM,
+		  kname(ops, " version: amq_plan_flags takes no such flag from the caller"), NULL);
+	check(static_make(other, &f, keys, 100, 0.01, 7, NULL) == AMQ_OK &&
+		  f.flags == other_flag,
+		  kname(ops, " version: a filter of the other kind"), NULL);
+	f.flags = flag;
+	buf = serialize_filter(&f, &len);
+	check(amq_parse(buf, len, &g) == AMQ_ERR_CORRUPT,
+		  kname(ops, " version: the other kind with this flag is refused"), NULL);
+	free(buf);
+	free_filter(&f);
+	free(keys);
+}

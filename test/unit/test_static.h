@@ -77,5 +77,7 @@ extern void static_test_determinism(const AmqKindOps *ops);
 extern void static_test_nomem(const AmqKindOps *ops);
 extern void static_test_stats_edges(const AmqKindOps *ops);
 extern void static_test_big(const AmqKindOps *ops);
+extern void static_test_version(const AmqKindOps *ops, uint32_t flag,
+								const AmqKindOps *other, uint32_t other_flag);
 
 #endif							/* TEST_STATIC_H */

@@ -129,62 +129,6 @@ test_xor_check(void)
 		  "xor check: rejects nonzero param[2]", NULL);
 }
 
-/*
- * A build is format version 2 (AMQ_FLAG_XOR_BFS): its payload comes from
- * the breadth-first peel.  A version 1 filter (the depth-first peel of
- * earlier releases) has the same layout and probe, so the same payload
- * under a version 1 header parses and answers alike; the flag and the
- * version go together, and only on xor.
- */
-static void
-test_xor_version(void)
-{
-	const AmqKindOps *ops = &amq_xor_ops;
-	const uint64_t n = 10000;
-	uint64_t   *keys = static_keys(n);
-	AmqFilter	f;
-	AmqFilter	g;
-	uint8_t    *buf;
-	size_t		len;
-
-	check(static_make(ops, &f, keys, n, 0.01, 7, NULL) == AMQ_OK &&
-		  f.flags == AMQ_FLAG_XOR_BFS,
-		  "xor version: a build carries the breadth-first flag", NULL);
-	buf = serialize_filter(&f, &len);
-	check(buf[AMQ_OFF_VERSION] == 2 && amq_parse(buf, len, &g) == AMQ_OK &&
-		  g.flags == AMQ_FLAG_XOR_BFS,
-		  "xor version: written as format version 2, and parsed back", NULL);
-
-	/* version 1: no flag */
-	f.flags = 0;
-	amq_write_header(&f, buf);
-	check(buf[AMQ_OFF_VERSION] == 1 && amq_parse(buf, len, &g) == AMQ_OK &&
-		  g.flags == 0 && static_count_missing(ops, &g, keys, n) == 0,
-		  "xor version: the payload under a version 1 header parses and holds every key",
-		  NULL);
-	check(parse_as_version(buf, len, 2, &g) == AMQ_ERR_CORRUPT,
-		  "xor version: version 2 without the flag is refused", NULL);
-	f.flags = AMQ_FLAG_XOR_BFS;
-	amq_write_header(&f, buf);
-	check(parse_as_version(buf, len, 1, &g) == AMQ_ERR_CORRUPT,
-		  "xor version: version 1 with the flag is refused", NULL);
-	free(buf);
-	free_filter(&f);
-
-	/* the flag on another kind */
-	check(amq_plan_flags(&f, AMQ_KIND_XOR, 100, 0.01, AMQ_FLAG_XOR_BFS) == AMQ_ERR_PARAM,
-		  "xor version: amq_plan_flags takes no xor flag from the caller", NULL);
-	check(static_make(&amq_fuse_ops, &f, keys, 100, 0.01, 7, NULL) == AMQ_OK,
-		  "xor version: a fuse filter", NULL);
-	f.flags = AMQ_FLAG_XOR_BFS;
-	buf = serialize_filter(&f, &len);
-	check(amq_parse(buf, len, &g) == AMQ_ERR_CORRUPT,
-		  "xor version: fuse with the xor flag is refused", NULL);
-	free(buf);
-	free_filter(&f);
-	free(keys);
-}
-
 void
 test_xor(void)
 {
@@ -194,7 +138,7 @@ test_xor(void)
 	static_test_plan(ops, &xor_hooks);
 	test_xor_plan();
 	test_xor_check();
-	test_xor_version();
+	static_test_version(ops, AMQ_FLAG_XOR_BFS, &amq_fuse_ops, AMQ_FLAG_FUSE_BFS);
 	static_test_untrusted(ops, &xor_hooks);
 	/* 1.23 slots of 8 bits per key: 9.84 */
 	test_bits_per_key(ops, 1000000, 9.9);
