@@ -286,15 +286,6 @@ amq_fp_slot_count_key(AmqFpSlot *sl, const uint64_t *p, uint64_t h)
 	amq_fp_slot_count_one(sl, p[2], 2, h);
 }
 
-/* prefetch, for writing, the entries of slots p */
-static inline void
-amq_fp_slot_prefetch(AmqFpSlot *sl, const uint64_t *p)
-{
-	__builtin_prefetch(&sl[p[0]], 1, 0);
-	__builtin_prefetch(&sl[p[1]], 1, 0);
-	__builtin_prefetch(&sl[p[2]], 1, 0);
-}
-
 /*
  * Take key h out of slot q, its k-th.  When one key is left there, queue
  * that key: its hash and which of its slots q is (qh, qj at *tail).  When

@@ -157,8 +157,6 @@ xor_contains(const AmqFilter *f, uint64_t hash)
 	return amq_fp_match3(f->payload, p, f->param[1], h);
 }
 
-/* keys ahead whose slots the direct counting loop prefetches */
-#define XOR_PREFETCH_AHEAD	16
 /* keys ahead whose payload slots the assigning loop prefetches */
 #define XOR_ASSIGN_AHEAD	8
 /* queue entries ahead whose key's slots the peel prefetches */
@@ -209,12 +207,6 @@ xor_count_direct(AmqFpSlot *sl, const uint64_t *hashes, size_t n,
 		uint64_t	h = amq_fp_hash(hashes[i], seed);
 		uint64_t	p[3];
 
-		if (i + XOR_PREFETCH_AHEAD < n)
-		{
-			xor_slots(amq_fp_hash(hashes[i + XOR_PREFETCH_AHEAD], seed),
-					  blocklen, p);
-			amq_fp_slot_prefetch(sl, p);
-		}
 		xor_slots(h, blocklen, p);
 		amq_fp_slot_count_key(sl, p, h);
 	}
