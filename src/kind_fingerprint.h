@@ -193,7 +193,8 @@ amq_fp_input_ok(const uint64_t *hashes, size_t n, uint64_t nslots)
  * slot touched (two for the one entry in eight that straddles a line), not
  * one per array.  Padded to 16 bytes it would cost fuse-like streaming more
  * than the straddles cost xor; packed, fuse still measured 6% slower with
- * it than with two arrays, so fuse keeps them.
+ * it than with two arrays (with its former depth-first peel), so fuse keeps
+ * them.
  *
  * fuse's cnt[] is one byte a slot (AmqFpCount): a quarter of the memory
  * to fault in and to fetch while peeling (at 10^7 keys the build took 28
