@@ -441,6 +441,17 @@ extern const AmqKindOps amq_xor_ops;
 extern const AmqKindOps amq_fuse_ops;
 extern const AmqKindOps amq_ribbon_ops;
 
+/* ribbon's back-substitutions, slowest first (kind_ribbon.c) */
+typedef enum AmqRibbonSolver
+{
+	AMQ_RIBBON_SOLVE_SCALAR,
+	AMQ_RIBBON_SOLVE_SSE2,
+	AMQ_RIBBON_SOLVE_AVX2,
+	AMQ_RIBBON_SOLVE_AVX512
+} AmqRibbonSolver;
+
+extern AmqRibbonSolver amq_ribbon_solver_max;
+
 /*
  * Little-endian access, alignment-free.  Payload words are stored
  * little-endian so a filter reads the same on every host.

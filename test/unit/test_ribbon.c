@@ -490,6 +490,65 @@ test_ribbon_layout(void)
 	free(keys);
 }
 
+/*
+ * Every back-substitution this CPU runs writes the scalar one's bytes, for
+ * every r up to the vector ones' 8 (and past it, where they fall back),
+ * with seed 0 and with a seed whose keys are remixed and sorted first.
+ */
+static void
+test_ribbon_solvers(void)
+{
+	static const char *const names[] = {"scalar", "SSE2", "AVX2", "AVX-512"};
+	uint64_t   *keys = sorted_keys(7000000, 20000);
+	AmqRibbonSolver saved = amq_ribbon_solver_max;
+	uint64_t	differ[AMQ_RIBBON_SOLVE_AVX512 + 1] = {0};
+	uint64_t	failed = 0;
+	int			v;
+
+	for (uint32_t r = 1; r <= 10; r++)
+	{
+		for (uint64_t seed = 0; seed < 2; seed++)
+		{
+			AmqFilter	ref;
+
+			amq_ribbon_solver_max = AMQ_RIBBON_SOLVE_SCALAR;
+			if (build_filter(&ref, keys, 20000, ldexp(1.0, -(int) r), seed * 0x5eed) != AMQ_OK)
+			{
+				failed++;
+				free_filter(&ref);
+				continue;
+			}
+			for (v = AMQ_RIBBON_SOLVE_SSE2; v <= AMQ_RIBBON_SOLVE_AVX512; v++)
+			{
+				AmqFilter	f;
+
+				amq_ribbon_solver_max = (AmqRibbonSolver) v;
+				if (build_filter(&f, keys, 20000, ldexp(1.0, -(int) r), seed * 0x5eed) != AMQ_OK)
+					failed++;
+				else if (f.seed != ref.seed || f.payload_len != ref.payload_len ||
+						 memcmp(f.payload, ref.payload, ref.payload_len) != 0)
+					differ[v]++;
+				free_filter(&f);
+			}
+			free_filter(&ref);
+		}
+	}
+	amq_ribbon_solver_max = saved;
+	check(failed == 0, "ribbon solvers: every build succeeds", "%llu failed",
+		  (unsigned long long) failed);
+	for (v = AMQ_RIBBON_SOLVE_SSE2; v <= AMQ_RIBBON_SOLVE_AVX512; v++)
+	{
+		char		name[96];
+
+		snprintf(name, sizeof(name),
+				 "ribbon solvers: up to %s, the scalar bytes for r = 1..10 (where the CPU has it)",
+				 names[v]);
+		check(differ[v] == 0, name, "%llu of 20 filters differ",
+			  (unsigned long long) differ[v]);
+	}
+	free(keys);
+}
+
 /* 10^6 keys: no false negatives, measured fpr against 2^-r, stats */
 static void
 test_ribbon_accuracy(double fpr, uint64_t seed, uint64_t nprobe)
@@ -880,6 +939,7 @@ test_ribbon(void)
 	test_ribbon_check();
 	test_ribbon_hostile();
 	test_ribbon_layout();
+	test_ribbon_solvers();
 	test_ribbon_accuracy(0.01, 0, 1000000);
 	test_ribbon_accuracy(0.001, 0, 10000000);
 	test_ribbon_accuracy(0.01, UINT64_C(0x0123456789abcdef), 1000000);
