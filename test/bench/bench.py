@@ -10,7 +10,10 @@ t_big's first N/2 rows, one column) and t_small (M keys, half of them in
 t_big).  Serial plans, JIT off, but for the parallel figures (2 workers).
 
 Runs every figure once per round, R rounds, so that a disturbance of a shared
-machine hits all figures alike.  Prints one line per figure (name, median s,
+machine hits all figures alike, each round in its own order (shuffled, the
+same every run), so that no figure always follows the same one: on a virtual
+machine, memory that a figure frees goes back to the host within seconds,
+and the next figure that touches fresh memory pays for it.  Prints one line per figure (name, median s,
 min s, median CPU s of the backend, result), then ratios of figures of the
 same run: of the fastest runs, of the medians, and of the backend's CPU time.
 Timing never makes it exit non-zero; a wrong answer (a false negative, a
@@ -19,6 +22,7 @@ differs from the serial one) or an SQL error does.
 """
 import argparse
 import os
+import random
 import statistics
 import sys
 import time
@@ -151,7 +155,9 @@ walls = {name: [] for name, _ in FIGURES}
 cpus = {name: [] for name, _ in FIGURES}
 failed = set()
 for rnd in range(RUNS):
-    for name, sql in FIGURES:
+    order = list(FIGURES)
+    random.Random(rnd).shuffle(order)
+    for name, sql in order:
         if name in failed:
             continue
         try:
