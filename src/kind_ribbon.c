@@ -903,15 +903,17 @@ ribbon_solve8_avx2(const uint64_t *coef, const uint8_t *res, uint64_t m,
 
 #ifdef RIBBON_AVX512
 /*
- * The back-substitution for r <= 8 with AVX-512: each column a 64-bit lane
- * of three 512-bit registers, so one register holds the 64 solution bits
- * above slot i of all eight columns.  A slot costs two double shifts and a
- * shift, the dot product as three ternary-logic operations (its result bits
- * folded in as bit 0 of the third, which flips the parity where they are
- * set), a population count per lane, and one more ternary operation that
- * ORs each lane's parity into bit 0 where the slot has a pivot: about ten
- * vector operations, where ribbon_solve8_avx2 needs some thirty to fold
- * eight parities.  Same bits as ribbon_solve.
+ * The back-substitution for r <= 8 with AVX-512: column j is lane j of three
+ * 512-bit registers, which hold the 192 solution bits above slot i of all
+ * eight columns as ribbon_solve's s0, s1, s2 do.  A slot costs two double
+ * shifts and a shift, the dot product as three ternary-logic operations
+ * (the slot's result bits go into the first as bit 0 of each lane, which
+ * flips the lane's parity where they are set), a population count per
+ * lane, and one more ternary operation that ORs each lane's parity into
+ * bit 0 where the slot has a pivot: about ten vector operations, where
+ * ribbon_solve8_avx2 needs some thirty to fold eight parities.  A free
+ * slot's result byte was never written; the pivot mask discards what it
+ * gave.  Same bits as ribbon_solve.
  */
 __attribute__((target(RIBBON_AVX512_TARGET)))
 static void
