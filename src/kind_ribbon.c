@@ -65,7 +65,7 @@
  * three chains) plus 10 to 20 for the page faults of first touching the
  * scratch; back-substitution about 17 ns, 13 with SSE2 for 4 < r <= 8
  * (ribbon_solve8), 6.3 with AVX2 (ribbon_solve8_avx2) and about 3 with
- * AVX-512 for r <= 8 (ribbon_solve8_avx512), each where the CPU has it.
+ * AVX-512 (ribbon_solve_avx512, for every r), each where the CPU has it.
  * The whole build, malloc'ed scratch included (r = 7): 41 ns per key with
  * AVX2, 40 with a byte of result instead of four, 35 with AVX-512.
  *
@@ -903,50 +903,91 @@ ribbon_solve8_avx2(const uint64_t *coef, const uint8_t *res, uint64_t m,
 
 #ifdef RIBBON_AVX512
 /*
- * The back-substitution for r <= 8 with AVX-512: column j is lane j of three
- * 512-bit registers, which hold the 192 solution bits above slot i of all
- * eight columns as ribbon_solve's s0, s1, s2 do.  A slot costs two double
- * shifts and a shift, the dot product as three ternary-logic operations
- * (the slot's result bits go into the first as bit 0 of each lane, which
- * flips the lane's parity where they are set), a population count per
- * lane, and one more ternary operation that ORs each lane's parity into
- * bit 0 where the slot has a pivot: about ten vector operations, where
- * ribbon_solve8_avx2 needs some thirty to fold eight parities.  A free
- * slot's result byte was never written; the pivot mask discards what it
- * gave.  Same bits as ribbon_solve.
+ * The back-substitution with AVX-512, for every r: column 8g + j is lane j
+ * of group g's three 512-bit registers, which hold the 192 solution bits
+ * above slot i of its eight columns as ribbon_solve's s0, s1, s2 do.  Per
+ * group a slot costs two double shifts and a shift, the dot product as
+ * three ternary-logic operations (the slot's result bits go into the first
+ * as bit 0 of each lane, which flips the lane's parity where they are set),
+ * a population count per lane, and one more ternary operation that ORs
+ * each lane's parity into bit 0 where the slot has a pivot: about ten
+ * vector operations for eight columns, where ribbon_solve8_avx2 needs some
+ * thirty to fold eight parities.  A free slot's result bits were never
+ * written; the pivot mask discards what they gave.  Same bits as
+ * ribbon_solve.  groups is a constant in each caller, so that the groups'
+ * registers stay registers.
  */
-__attribute__((target(RIBBON_AVX512_TARGET)))
-static void
-ribbon_solve8_avx512(const uint64_t *coef, const uint8_t *res, uint64_t m,
-					 uint32_t r, uint8_t *payload)
+__attribute__((target(RIBBON_AVX512_TARGET))) static inline __attribute__((always_inline)) void
+ribbon_solve_avx512_body(const uint64_t *coef, const void *res, uint64_t m,
+						 uint32_t r, uint8_t *payload, const int groups)
 {
 	const __m512i one = _mm512_set1_epi64(1);
-	const __mmask8 store = (__mmask8) ((1u << r) - 1);
-	__m512i		a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0;
+	__m512i		a0[4],
+				a1[4],
+				a2[4];
+	__mmask8	store[4];
 	uint64_t	i;
+
+	for (int g = 0; g < groups; g++)
+	{
+		uint32_t	cols = r - 8 * g;
+
+		a0[g] = a1[g] = a2[g] = _mm512_setzero_si512();
+		store[g] = (__mmask8) (cols >= 8 ? 0xff : (1u << cols) - 1);
+	}
 
 	for (i = m; i-- > 0;)
 	{
 		const uint64_t *row = coef + 3 * i;
-		__m512i		x;
+		const __m512i c0 = _mm512_set1_epi64((long long) row[0]);
+		const __m512i c1 = _mm512_set1_epi64((long long) row[1]);
+		const __m512i c2 = _mm512_set1_epi64((long long) row[2]);
+		const __mmask8 pivot = (__mmask8) (0 - (row[0] & 1));
+		const uint32_t bits = ribbon_res_get(res, i, groups > 1);
 
-		/* bit k of a0, a1, a2 := S[i + k], bit 0 still 0 */
-		a2 = _mm512_shldi_epi64(a2, a1, 1);
-		a1 = _mm512_shldi_epi64(a1, a0, 1);
-		a0 = _mm512_slli_epi64(a0, 1);
+		for (int g = 0; g < groups; g++)
+		{
+			__m512i		x;
 
-		/* (a2 & c2) ^ res, then ^ (a1 & c1), ^ (a0 & c0): 0x6a is (A & B) ^ C */
-		x = _mm512_maskz_mov_epi64((__mmask8) res[i], one);
-		x = _mm512_ternarylogic_epi64(a2, _mm512_set1_epi64((long long) row[2]), x, 0x6a);
-		x = _mm512_ternarylogic_epi64(a1, _mm512_set1_epi64((long long) row[1]), x, 0x6a);
-		x = _mm512_ternarylogic_epi64(a0, _mm512_set1_epi64((long long) row[0]), x, 0x6a);
-		x = _mm512_popcnt_epi64(x);
-		/* a0 |= parity where the slot has a pivot: 0xf8 is A | (B & C) */
-		a0 = _mm512_mask_ternarylogic_epi64(a0, (__mmask8) (0 - (row[0] & 1)), x, one, 0xf8);
+			/* bit k of a0, a1, a2 := S[i + k], bit 0 still 0 */
+			a2[g] = _mm512_shldi_epi64(a2[g], a1[g], 1);
+			a1[g] = _mm512_shldi_epi64(a1[g], a0[g], 1);
+			a0[g] = _mm512_slli_epi64(a0[g], 1);
+
+			/* (a2 & c2) ^ res, then ^ (a1 & c1), ^ (a0 & c0): 0x6a is (A & B) ^ C */
+			x = _mm512_maskz_mov_epi64((__mmask8) (bits >> (8 * g)), one);
+			x = _mm512_ternarylogic_epi64(a2[g], c2, x, 0x6a);
+			x = _mm512_ternarylogic_epi64(a1[g], c1, x, 0x6a);
+			x = _mm512_ternarylogic_epi64(a0[g], c0, x, 0x6a);
+			x = _mm512_popcnt_epi64(x);
+			/* a0 |= parity where the slot has a pivot: 0xf8 is A | (B & C) */
+			a0[g] = _mm512_mask_ternarylogic_epi64(a0[g], pivot, x, one, 0xf8);
+		}
 
 		if ((i & 63) == 0)
-			_mm512_mask_storeu_epi64(payload + (i >> 6) * r * 8, store, a0);
+		{
+			uint8_t    *out = payload + (i >> 6) * r * 8;
+
+			for (int g = 0; g < groups; g++)
+				_mm512_mask_storeu_epi64(out + 64 * g, store[g], a0[g]);
+		}
 	}
+}
+
+/* ribbon_solve_avx512_body, compiled for each number of column groups */
+__attribute__((target(RIBBON_AVX512_TARGET)))
+static void
+ribbon_solve_avx512(const uint64_t *coef, const void *res, uint64_t m,
+					uint32_t r, uint8_t *payload)
+{
+	if (r <= 8)
+		ribbon_solve_avx512_body(coef, res, m, r, payload, 1);
+	else if (r <= 16)
+		ribbon_solve_avx512_body(coef, res, m, r, payload, 2);
+	else if (r <= 24)
+		ribbon_solve_avx512_body(coef, res, m, r, payload, 3);
+	else
+		ribbon_solve_avx512_body(coef, res, m, r, payload, 4);
 }
 #endif
 
@@ -1022,11 +1063,11 @@ ribbon_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 				memset(coef + 3 * zeroed, 0,
 					   (size_t) (m - zeroed) * 3 * sizeof(uint64_t));
 #ifdef RIBBON_AVX512
-			if (r <= RIBBON_NARROW && amq_ribbon_solver_max >= AMQ_RIBBON_SOLVE_AVX512 &&
+			if (amq_ribbon_solver_max >= AMQ_RIBBON_SOLVE_AVX512 &&
 				__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
 				__builtin_cpu_supports("avx512vpopcntdq") &&
 				__builtin_cpu_supports("avx512vbmi2"))
-				ribbon_solve8_avx512(coef, res, m, r, f->payload);
+				ribbon_solve_avx512(coef, res, m, r, f->payload);
 			else
 #endif
 #ifdef RIBBON_AVX2

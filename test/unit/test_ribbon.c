@@ -492,8 +492,9 @@ test_ribbon_layout(void)
 
 /*
  * Every back-substitution this CPU runs writes the scalar one's bytes, for
- * every r up to the vector ones' 8 (and past it, where they fall back),
- * with seed 0 and with a seed whose keys are remixed and sorted first.
+ * r = 1 to 10 and at and around each boundary of AVX-512's groups of eight
+ * columns up to 32 (SSE2 and AVX2 fall back past 8), with seed 0 and with
+ * a seed whose keys are remixed and sorted first.
  */
 static void
 test_ribbon_solvers(void)
@@ -501,12 +502,16 @@ test_ribbon_solvers(void)
 	static const char *const names[] = {"scalar", "SSE2", "AVX2", "AVX-512"};
 	uint64_t   *keys = sorted_keys(7000000, 20000);
 	AmqRibbonSolver saved = amq_ribbon_solver_max;
+	static const uint32_t widths[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 16, 17,
+	24, 25, 31, 32};
 	uint64_t	differ[AMQ_RIBBON_SOLVE_AVX512 + 1] = {0};
 	uint64_t	failed = 0;
 	int			v;
 
-	for (uint32_t r = 1; r <= 10; r++)
+	for (size_t w = 0; w < sizeof(widths) / sizeof(widths[0]); w++)
 	{
+		uint32_t	r = widths[w];
+
 		for (uint64_t seed = 0; seed < 2; seed++)
 		{
 			AmqFilter	ref;
@@ -538,13 +543,13 @@ test_ribbon_solvers(void)
 		  (unsigned long long) failed);
 	for (v = AMQ_RIBBON_SOLVE_SSE2; v <= AMQ_RIBBON_SOLVE_AVX512; v++)
 	{
-		char		name[96];
+		char		name[160];
 
 		snprintf(name, sizeof(name),
-				 "ribbon solvers: up to %s, the scalar bytes for r = 1..10 (where the CPU has it)",
+				 "ribbon solvers: up to %s, the scalar bytes for r = 1..10, 15..17, 24, 25, 31, 32 (where the CPU has it)",
 				 names[v]);
-		check(differ[v] == 0, name, "%llu of 20 filters differ",
-			  (unsigned long long) differ[v]);
+		check(differ[v] == 0, name, "%llu of %zu filters differ",
+			  (unsigned long long) differ[v], 2 * sizeof(widths) / sizeof(widths[0]));
 	}
 	free(keys);
 }
