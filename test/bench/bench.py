@@ -13,9 +13,10 @@ Runs every figure once per round, R rounds, so that a disturbance of a shared
 machine hits all figures alike, each round in its own order (shuffled, the
 same every run), so that no figure always follows the same one: on a virtual
 machine, memory that a figure frees goes back to the host within seconds,
-and the next figure that touches fresh memory pays for it.  Prints one line per figure (name, median s,
-min s, median CPU s of the backend, result), then ratios of figures of the
-same run: of the fastest runs, of the medians, and of the backend's CPU time.
+and the next figure that touches fresh memory pays for it.  Prints one line
+per figure (name, median s, min s, median CPU s of the backend, result),
+then ratios of figures of the same run: of the fastest runs, of the medians,
+and of the backend's CPU time.
 Timing never makes it exit non-zero; a wrong answer (a false negative, a
 pre-filtered join that differs from the plain one, a parallel filter that
 differs from the serial one) or an SQL error does.
@@ -148,6 +149,22 @@ FIGURES += [
      "AND id IN (SELECT id FROM t_small)"),
 ]
 
+def workers(name):
+    """The parallel workers of a figure: 2 for the parallel build, else 0."""
+    return 2 if name.startswith("par.") and not name.endswith("_serial") else 0
+
+
+def with_workers(n, fn):
+    """fn() with max_parallel_workers_per_gather = n, set back to 0 after."""
+    if n:
+        run(conn, f"SET max_parallel_workers_per_gather = {n}")
+    try:
+        return fn()
+    finally:
+        if not conn.closed:
+            run(conn, "SET max_parallel_workers_per_gather = 0")
+
+
 # Warm the cache so the first figure does not pay for reading the table.
 run(conn, "SELECT count(*) FROM t_big")
 
@@ -161,13 +178,7 @@ for rnd in range(RUNS):
         if name in failed:
             continue
         try:
-            if name.startswith("par.") and not name.endswith("_serial"):
-                run(conn, "SET max_parallel_workers_per_gather = 2")
-            try:
-                wall, cpu_s, out = once(sql)
-            finally:
-                if not conn.closed:
-                    run(conn, "SET max_parallel_workers_per_gather = 0")
+            wall, cpu_s, out = with_workers(workers(name), lambda: once(sql))
         except psycopg2.Error as e:
             # reported once; the run goes on with the next figure
             msg = str(e).strip().splitlines()[0]
@@ -224,17 +235,14 @@ for kind in STATIC_KINDS:
 # about 20 ms to both).
 if "par.agg_id" in walls and "par.agg_id" not in failed:
     digest = {}
-    for name, workers in (("par.agg_id", 2), ("par.agg_id_serial", 0)):
+    for name in ("par.agg_id", "par.agg_id_serial"):
         try:
-            run(conn, f"SET max_parallel_workers_per_gather = {workers}")
-            digest[name] = run(conn, "SELECT md5(amq_agg(id)::bytea) FROM t_big")[0][0]
+            digest[name] = with_workers(workers(name), lambda: run(
+                conn, "SELECT md5(amq_agg(id)::bytea) FROM t_big")[0][0])
         except psycopg2.Error as e:
             errors.append(f"{name} (md5): {str(e).strip().splitlines()[0]}")
             if conn.closed:
                 conn = session()
-        finally:
-            if not conn.closed:
-                run(conn, "SET max_parallel_workers_per_gather = 0")
     if len(digest) == 2 and digest["par.agg_id"] != digest["par.agg_id_serial"]:
         errors.append("WRONG ANSWER: the parallel amq_agg(id) differs from the serial one")
 exact = result.get("semijoin.in_subquery")
