@@ -930,10 +930,9 @@ ribbon_solve_avx512_body(const uint64_t *coef, const void *res, uint64_t m,
 
 	for (int g = 0; g < groups; g++)
 	{
-		uint32_t	cols = r - 8 * g;
-
 		a0[g] = a1[g] = a2[g] = _mm512_setzero_si512();
-		store[g] = (__mmask8) (cols >= 8 ? 0xff : (1u << cols) - 1);
+		/* the group's columns below r; the cast keeps eight at most */
+		store[g] = (__mmask8) ribbon_mask(r - 8 * g);
 	}
 
 	for (i = m; i-- > 0;)
