@@ -230,6 +230,35 @@ ORDER BY 1, 2;
 SELECT pg_temp.amq_combined(u::text::amqaggstate)::bytea
 	= (SELECT amq_union_agg(f) FROM per_group_fixed)::bytea AS same_union_via_text
 FROM (SELECT grp % 3 AS part, pg_temp.amq_union_partial(f) AS u FROM per_group_fixed GROUP BY 1) s;
+-- three partial states of blocked, as two workers and the leader give them:
+-- the filter is planned for their total length where the lowest 1/64
+-- of the hash space holds no key twice, and planned again if the fill's
+-- count of their union says otherwise; every case gives the serial bytes
+CREATE TABLE split3 AS
+SELECT c.name, p.part, g.id
+FROM generate_series(1, 30000) g(id)
+CROSS JOIN (VALUES ('disjoint'), ('shared'), ('shared_above_sample'),
+	('one_shared_above_sample')) c(name)
+CROSS JOIN LATERAL (
+	SELECT g.id % 3 AS part
+	UNION ALL
+	SELECT (g.id + 1) % 3
+	WHERE CASE c.name
+		WHEN 'shared' THEN g.id % 10 = 0
+		WHEN 'shared_above_sample' THEN g.id % 10 = 0
+			AND amq_hash(g.id) NOT BETWEEN 0 AND 288230376151711743
+		WHEN 'one_shared_above_sample' THEN g.id = (SELECT min(i)
+			FROM generate_series(1, 100) i
+			WHERE amq_hash(i) NOT BETWEEN 0 AND 288230376151711743)
+		ELSE false END) p;
+SELECT name, count(*) AS parts, sum(n) - 30000 AS repeats,
+	pg_temp.amq_combined(st::text::amqaggstate)::bytea
+	= (SELECT amq_agg(id, 0.01, 'blocked') FROM generate_series(1, 30000) id)::bytea
+	AS same_as_serial
+FROM (SELECT name, part, count(*) AS n, pg_temp.amq_partial(id, 0.01, 'blocked') AS st
+	  FROM split3 GROUP BY 1, 2) s
+GROUP BY name ORDER BY name;
+DROP TABLE split3;
 -- a state is its text form's bytes: the final function takes one read back
 SELECT amq_agg_final(st::text::amqaggstate)::bytea = amq_agg_final(st)::bytea AS final_of_text
 FROM states WHERE kind = 'fuse' AND part = 3;

@@ -92,7 +92,7 @@ PG_FUNCTION_INFO_V1(amqaggstate_recv);
 /* sorted partial states a combined state keeps to merge at once */
 #define MAX_RUNS		16
 StaticAssertDecl(MAX_RUNS + 1 <= AMQ_UNION_MAX_RUNS,
-				 "a state's buffer and runs must fit amq_union_count");
+				 "a state's buffer and runs must fit AmqBuildFromRuns");
 
 /* hashes of a fixed-size filter waiting for their prefetched lines */
 #define FILTER_BATCH	32
@@ -1167,9 +1167,8 @@ state_final(AmqAggState *s)
 	{
 		/*
 		 * The partial states of a parallel plan, combined as runs: the
-		 * blocked fill takes them one after another, so only their union's
-		 * size is needed, not the union itself (80 MB written and faulted
-		 * in at 10^7 keys).
+		 * blocked fill merges them as it goes, so the union is never
+		 * written out (80 MB written and faulted in at 10^7 keys).
 		 */
 		const uint64 *head[MAX_RUNS + 1];
 		const uint64 *end[MAX_RUNS + 1];
@@ -1179,7 +1178,7 @@ state_final(AmqAggState *s)
 		for (int r = 0; r < k; r++)
 			lens[r] = end[r] - head[r];
 		return AmqBuildFromRuns(s->kind, s->fpr, &s->keyinfo, head, lens, k,
-								amq_union_count(head, end, k), s->capacity);
+								s->capacity);
 	}
 	if (s->mode == AGG_BUFFER)
 	{

@@ -588,20 +588,35 @@ AmqBuildTakesRuns(int kind)
 	return kind == AMQ_KIND_BLOCKED;
 }
 
+/* Plan f for capacity keys of keyinfo's key family and hash scheme. */
+static void
+plan_for_keys(AmqFilter *f, int kind, double fpr, const AmqFilter *keyinfo,
+			  uint64 capacity, uint64 min_capacity)
+{
+	AmqPlanOrError(f, kind, capacity, fpr,
+				   AmqBuildPlanFlags(kind, (int64) min_capacity));
+	if (keyinfo->hash_scheme == AMQ_HASH_PARQUET)
+		AmqPlanParquet(f);
+	f->key_family = keyinfo->key_family;
+	f->hash_scheme = keyinfo->hash_scheme;
+	f->key_type = keyinfo->key_type;
+}
+
 /*
  * Build a filter sized exactly for n distinct hashes (or for min_capacity
  * keys, if more), given as nruns runs, each sorted ascending (sorted order
  * lets a dynamic kind touch its payload in order).  One run holds the n
  * distinct hashes; more runs, each of distinct hashes but sharing some, n
- * distinct in all, only for AmqBuildTakesRuns kinds.  keyinfo supplies the
- * key family, hash scheme and key type.  Without a min_capacity the keys
- * are all there will be (AmqBuildPlanFlags); with one, the caller expects
- * more.
+ * distinct in all, only for AmqBuildTakesRuns kinds, where n may also be a
+ * guess (n_exact false) that the fill's own count of the union corrects.
+ * keyinfo supplies the key family, hash scheme and key type.  Without a
+ * min_capacity the keys are all there will be (AmqBuildPlanFlags); with
+ * one, the caller expects more.
  */
 static Datum
 build_from_runs(int kind, double fpr, const AmqFilter *keyinfo,
 				const uint64 *const *runs, const Size *lens, int nruns,
-				Size n, uint64 min_capacity)
+				Size n, bool n_exact, uint64 min_capacity)
 {
 	AmqFilter	f;
 	const AmqKindOps *ops = amq_kind_ops(kind);
@@ -609,15 +624,10 @@ build_from_runs(int kind, double fpr, const AmqFilter *keyinfo,
 	AmqStatus	st = AMQ_OK;
 	uint64		capacity = Max(Max(n, 1), min_capacity);
 
+	Assert(n_exact || AmqBuildTakesRuns(kind));
 	for (int attempt = 0;; attempt++)
 	{
-		AmqPlanOrError(&f, kind, capacity, fpr,
-					   AmqBuildPlanFlags(kind, (int64) min_capacity));
-		if (keyinfo->hash_scheme == AMQ_HASH_PARQUET)
-			AmqPlanParquet(&f);
-		f.key_family = keyinfo->key_family;
-		f.hash_scheme = keyinfo->hash_scheme;
-		f.key_type = keyinfo->key_type;
+		plan_for_keys(&f, kind, fpr, keyinfo, capacity, min_capacity);
 		v = AmqFilterAlloc(&f);
 
 		if (ops->caps & AMQ_CAP_STATIC)
@@ -626,6 +636,34 @@ build_from_runs(int kind, double fpr, const AmqFilter *keyinfo,
 
 			Assert(nruns == 1);
 			st = ops->build(&f, runs[0], n, &alloc);
+		}
+		else if (kind == AMQ_KIND_BLOCKED && f.seed == 0 && !n_exact)
+		{
+			/*
+			 * Sorted runs fill the blocks in order, merged as they go, which
+			 * counts their union: where the guess was wrong, the filter stays
+			 * only if the count plans the same one.
+			 */
+			const uint64 *ends[AMQ_UNION_MAX_RUNS];
+			Size		count;
+			AmqFilter	g;
+
+			for (int r = 0; r < nruns; r++)
+				ends[r] = runs[r] + lens[r];
+			count = amq_blocked_fill_union(f.payload, f.param[0], runs, ends,
+										   nruns);
+			n_exact = true;
+			if (count != n)
+			{
+				n = count;
+				capacity = Max(Max(n, 1), min_capacity);
+				plan_for_keys(&g, kind, fpr, keyinfo, capacity, min_capacity);
+				if (g.payload_len != f.payload_len || g.param[0] != f.param[0])
+				{
+					pfree(v);
+					continue;
+				}
+			}
 		}
 		else if (kind == AMQ_KIND_BLOCKED && f.seed == 0)
 		{
@@ -678,19 +716,31 @@ Datum
 AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
 				   const uint64 *hashes, Size n, uint64 min_capacity)
 {
-	return build_from_runs(kind, fpr, keyinfo, &hashes, &n, 1, n, min_capacity);
+	return build_from_runs(kind, fpr, keyinfo, &hashes, &n, 1, n, true,
+						   min_capacity);
 }
 
 /*
- * Build from nruns runs, each sorted ascending and distinct, n distinct
- * hashes in all, without merging them: an AmqBuildTakesRuns kind only.
+ * Build from nruns (<= AMQ_UNION_MAX_RUNS) runs, each sorted ascending and
+ * distinct, without merging them into one: an AmqBuildTakesRuns kind only.
+ * Where the runs look disjoint (amq_union_guess), the fill counts their
+ * union as it goes; else it is counted first.
  */
 Datum
 AmqBuildFromRuns(int kind, double fpr, const AmqFilter *keyinfo,
 				 const uint64 *const *runs, const Size *lens, int nruns,
-				 Size n, uint64 min_capacity)
+				 uint64 min_capacity)
 {
-	if (!AmqBuildTakesRuns(kind))
-		elog(ERROR, "cannot build an amqfilter of kind %d from runs", kind);
-	return build_from_runs(kind, fpr, keyinfo, runs, lens, nruns, n, min_capacity);
+	const uint64 *ends[AMQ_UNION_MAX_RUNS];
+	bool		exact;
+	Size		n;
+
+	if (!AmqBuildTakesRuns(kind) || nruns < 0 || nruns > AMQ_UNION_MAX_RUNS)
+		elog(ERROR, "cannot build an amqfilter of kind %d from %d runs",
+			 kind, nruns);
+	for (int r = 0; r < nruns; r++)
+		ends[r] = runs[r] + lens[r];
+	n = amq_union_guess(runs, ends, nruns, &exact);
+	return build_from_runs(kind, fpr, keyinfo, runs, lens, nruns, n, exact,
+						   min_capacity);
 }

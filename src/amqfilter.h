@@ -70,7 +70,7 @@ extern Datum AmqBuildFromHashes(int kind, double fpr, const AmqFilter *keyinfo,
 extern bool AmqBuildTakesRuns(int kind);
 extern Datum AmqBuildFromRuns(int kind, double fpr, const AmqFilter *keyinfo,
 							  const uint64 *const *runs, const Size *lens,
-							  int nruns, Size n, uint64 min_capacity);
+							  int nruns, uint64 min_capacity);
 extern void AmqMergeOrError(AmqFilter *f, const AmqFilter *g, AmqMergeOp op);
 extern void AmqRequireCap(const AmqKindOps *ops, uint32 cap, const char *what);
 

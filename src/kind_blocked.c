@@ -285,6 +285,37 @@ amq_blocked_fill_runs(uint8_t *payload, uint64_t nblocks,
 	}
 }
 
+/* where amq_blocked_fill_union's chunks go */
+typedef struct BlockedFill
+{
+	uint8_t    *payload;
+	uint64_t	nblocks;
+} BlockedFill;
+
+static void
+blocked_fill_sink(void *arg, const uint64_t *hashes, size_t n)
+{
+	BlockedFill *bf = arg;
+
+	amq_blocked_fill(bf->payload, bf->nblocks, hashes, n);
+}
+
+/*
+ * Fill the union of k ascending, distinct runs, merged as it goes (so that
+ * each block is written once, in about ascending order, and the runs read
+ * once); returns the union's count.  The same bytes as
+ * amq_blocked_fill_runs, where the count takes a pass of its own.
+ */
+size_t
+amq_blocked_fill_union(uint8_t *payload, uint64_t nblocks,
+					   const uint64_t *const *head, const uint64_t *const *end,
+					   int k)
+{
+	BlockedFill bf = {payload, nblocks};
+
+	return amq_union_stream(head, end, k, blocked_fill_sink, &bf);
+}
+
 /* Set the key's bits in its block. */
 static AmqStatus
 blocked_add(AmqFilter *f, uint64_t hash)

@@ -154,4 +154,9 @@ extern void amq_blocked_fill_runs(uint8_t *payload, uint64_t nblocks,
 								  const uint64_t *const *runs,
 								  const size_t *lens, int nruns);
 
+/* the union of k ascending, distinct runs, filled as merged: its count */
+extern size_t amq_blocked_fill_union(uint8_t *payload, uint64_t nblocks,
+									 const uint64_t *const *head,
+									 const uint64_t *const *end, int k);
+
 #endif							/* KIND_BLOCKED_H */

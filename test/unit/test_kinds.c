@@ -545,9 +545,10 @@ test_blocked_fill(void)
 }
 
 /*
- * amq_blocked_fill_runs gives the same bytes as adding each key of each run
- * alone: 1 to 5 ascending runs that share some keys, over filters of fewer
- * and of more blocks than its segment, with the extreme hashes.
+ * amq_blocked_fill_runs and amq_blocked_fill_union give the same bytes as
+ * adding each key of each run alone, and the union's count: 1 to 5
+ * ascending runs that share some keys, over filters of fewer and of more
+ * blocks than its segment, with the extreme hashes.
  */
 static void
 test_blocked_fill_runs(void)
@@ -575,8 +576,12 @@ test_blocked_fill_runs(void)
 		{
 			const uint64_t *runs[5];
 			size_t		lens[5];
+			const uint64_t *ends[5];
 			AmqFilter	one,
-						fill;
+						fill,
+						merged;
+			size_t		distinct = 0;
+			size_t		count;
 
 			/* run r takes key i when bit r of a mix of i is set: some share keys */
 			for (int r = 0; r < nruns; r++)
@@ -588,9 +593,14 @@ test_blocked_fill_runs(void)
 					if (((i * UINT64_C(0x9e3779b97f4a7c15)) >> (40 + r)) & 1)
 						run[lens[r]++] = h[i];
 				runs[r] = run;
+				ends[r] = run + lens[r];
 			}
+			for (size_t i = 0; i < m; i++)
+				distinct += (((i * UINT64_C(0x9e3779b97f4a7c15)) >> 40) &
+							 ((1u << nruns) - 1)) != 0;
 			make_filter(ops, &one, m > 0 ? m : 1, 0.01, 0);
 			copy_filter(&fill, &one);
+			copy_filter(&merged, &one);
 			for (int r = 0; r < nruns; r++)
 				for (size_t i = 0; i < lens[r]; i++)
 					ops->add(&one, runs[r][i]);
@@ -599,8 +609,16 @@ test_blocked_fill_runs(void)
 				  "blocked fill of runs: the same bytes as one add per key",
 				  "n=%zu runs=%d blocks=%llu", n, nruns,
 				  (unsigned long long) one.param[0]);
+			count = amq_blocked_fill_union(merged.payload, merged.param[0],
+										   runs, ends, nruns);
+			check(count == distinct &&
+				  memcmp(one.payload, merged.payload, one.payload_len) == 0,
+				  "blocked fill of runs merged: the same bytes, and the union's count",
+				  "n=%zu runs=%d blocks=%llu count=%zu want %zu", n, nruns,
+				  (unsigned long long) one.param[0], count, distinct);
 			free_filter(&one);
 			free_filter(&fill);
+			free_filter(&merged);
 		}
 		free(h);
 		free(scratch);

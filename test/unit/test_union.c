@@ -58,6 +58,27 @@ reference_union(const uint64_t **head, const uint64_t **end, int k,
 	return amq_sort_unique(out, n, scratch);
 }
 
+/* what amq_union_stream handed on: the hashes, and whether each chunk ascended */
+typedef struct Collected
+{
+	uint64_t   *h;
+	size_t		n;
+	bool		ascending;
+} Collected;
+
+static void
+collect(void *arg, const uint64_t *h, size_t n)
+{
+	Collected  *c = arg;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		if (i > 0 && h[i] <= h[i - 1])
+			c->ascending = false;
+		c->h[c->n++] = h[i];
+	}
+}
+
 void
 test_union(void)
 {
@@ -75,6 +96,7 @@ test_union(void)
 		uint64_t   *store = xcalloc(5 * n + 1, sizeof(uint64_t));
 		uint64_t   *want = xcalloc(5 * n + 1, sizeof(uint64_t));
 		uint64_t   *got = xcalloc(5 * n + 1, sizeof(uint64_t));
+		uint64_t   *streamed = xcalloc(5 * n + 1, sizeof(uint64_t));
 
 		for (int spread = 0; spread < 4; spread++)
 		{
@@ -112,6 +134,10 @@ test_union(void)
 					size_t		nwant;
 					size_t		count;
 					size_t		merged;
+					size_t		nstream;
+					size_t		guess;
+					bool		exact;
+					Collected	c = {streamed, 0, true};
 
 					make_runs(h, m, k, shared, store, head, end);
 					nwant = reference_union(head, end, k, want, scratch);
@@ -124,6 +150,49 @@ test_union(void)
 								 "runs=%d shared=%d: %zu and %zu, want %zu",
 								 k, shared, count, merged, nwant);
 						continue;
+					}
+
+					/* streamed: ascending chunks of the union, once each */
+					nstream = amq_union_stream(head, end, k, collect, &c);
+					if (c.n > 0)
+						c.n = amq_sort_unique(streamed, c.n, scratch);
+					if (nstream != nwant || c.n != nwant || !c.ascending ||
+						memcmp(streamed, want, nwant * sizeof(uint64_t)) != 0)
+					{
+						snprintf(fail, sizeof(fail),
+								 "runs=%d shared=%d: streamed %zu (%zu distinct, %s), want %zu",
+								 k, shared, nstream, c.n,
+								 c.ascending ? "ascending" : "not ascending", nwant);
+						continue;
+					}
+
+					/*
+					 * the guess: the runs' total length where the sample
+					 * (hashes below 2^58) holds no repeat, else exact
+					 */
+					guess = amq_union_guess(head, end, k, &exact);
+					{
+						size_t		total = 0;
+						size_t		sample_total = 0;
+						size_t		sample_distinct = 0;
+
+						for (int r = 0; r < k; r++)
+						{
+							total += end[r] - head[r];
+							for (const uint64_t *p = head[r]; p < end[r]; p++)
+								sample_total += *p < (UINT64_C(1) << 58);
+						}
+						for (size_t i = 0; i < nwant; i++)
+							sample_distinct += want[i] < (UINT64_C(1) << 58);
+						if (exact != (sample_total != sample_distinct) ||
+							guess != (exact ? nwant : total))
+						{
+							snprintf(fail, sizeof(fail),
+									 "runs=%d shared=%d: guess %zu (%s), total %zu, union %zu",
+									 k, shared, guess, exact ? "exact" : "guessed",
+									 total, nwant);
+							continue;
+						}
 					}
 					if (k == 2)
 					{
@@ -142,7 +211,7 @@ test_union(void)
 				}
 			}
 			check(fail[0] == '\0',
-				  "union of 1 to 5 runs: count and merge as sorting them all",
+				  "union of 1 to 5 runs: count, merge, stream and guess as sorting them all",
 				  "n=%zu spread=%d %s", n, spread, fail);
 		}
 		free(h);
@@ -150,5 +219,6 @@ test_union(void)
 		free(store);
 		free(want);
 		free(got);
+		free(streamed);
 	}
 }
