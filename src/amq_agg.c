@@ -52,8 +52,6 @@
  */
 #include "compat.h"
 
-#include <sys/statvfs.h>
-
 #include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/xact.h"
@@ -63,7 +61,6 @@
 #include "libpq/pqformat.h"
 #include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
-#include "storage/dsm_impl.h"
 #include "utils/builtins.h"
 #include "utils/expandeddatum.h"
 #include "utils/memutils.h"
@@ -467,31 +464,6 @@ local_share_register(AmqAggState *s)
 }
 
 /*
- * Has POSIX dynamic shared memory room for size more bytes, and as much
- * again for another worker's state?  It lives in a tmpfs (/dev/shm, 64 MB
- * in a container by default), and a segment that does not fit there fails
- * the query with ENOSPC, an ERROR raised under the area's lock that cannot
- * be caught and carried on from; the tuple queue only takes longer.  Other
- * implementations, and a file system that cannot be asked, are taken to
- * have room.
- */
-static bool
-shm_has_room(Size size)
-{
-#ifdef __linux__
-	struct statvfs sv;
-
-	if (dynamic_shared_memory_type != DSM_IMPL_POSIX)
-		return true;
-	if (statvfs("/dev/shm", &sv) != 0)
-		return true;
-	return (double) sv.f_bavail * (double) sv.f_frsize >= 2.0 * (double) size;
-#else
-	return true;
-#endif
-}
-
-/*
  * In a partial aggregate below a Gather, copy s's hashes (sorted,
  * distinct) into the query's shared memory area for state_write to say
  * where they are, or in the leader's plain aggregate register them where
@@ -510,7 +482,8 @@ state_share(AmqAggState *s)
 	}
 	if (!DsaPointerIsValid(s->share_dp))
 	{
-		if (!shm_has_room(sizeof(uint64) * s->nhashes))
+		/* as much again for another worker's state */
+		if (AmqShmFreeBytes() / 2 < sizeof(uint64) * s->nhashes)
 			return false;
 		s->share_dp = dsa_allocate_extended(s->share_area,
 											sizeof(uint64) * s->nhashes,

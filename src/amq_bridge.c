@@ -18,8 +18,10 @@
 
 #include <math.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 
 #include "fmgr.h"
+#include "storage/dsm_impl.h"
 #include "utils/builtins.h"
 
 #include "amqfilter.h"
@@ -575,6 +577,29 @@ static void
 build_free(void *ctx, void *ptr)
 {
 	pfree(ptr);
+}
+
+/*
+ * How many bytes of dynamic shared memory new segments may still take:
+ * with the POSIX implementation on Linux, what /dev/shm has free (a tmpfs,
+ * 64 MB in a container by default), else SIZE_MAX.  A segment that does
+ * not fit there fails its query with ENOSPC, an ERROR raised under locks
+ * that cannot be caught and carried on from, so what can work without
+ * shared memory (a slower hand-over, a smaller filter) asks first.  A file
+ * system that cannot be asked is taken to have room.
+ */
+Size
+AmqShmFreeBytes(void)
+{
+#ifdef __linux__
+	struct statvfs sv;
+
+	if (dynamic_shared_memory_type == DSM_IMPL_POSIX &&
+		statvfs("/dev/shm", &sv) == 0)
+		return (Size) Min((double) sv.f_bavail * (double) sv.f_frsize,
+						  (double) (SIZE_MAX / 2));
+#endif
+	return SIZE_MAX;
 }
 
 /*

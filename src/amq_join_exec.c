@@ -72,6 +72,7 @@
 #include "utils/ruleutils.h"
 
 #include "amq_join.h"
+#include "amqfilter.h"
 #include "amq_hashing.h"
 #include "kind_blocked.h"
 
@@ -143,6 +144,7 @@ typedef struct CollectState
 
 	/* under Parallel Hash with shared memory: the filter there */
 	AmqSharedFilter *sf;
+	AmqFilter	sf_plan;		/* its geometry, planned by the leader */
 	uint64		unflushed_rows; /* hashed, not yet added to sf */
 } CollectState;
 
@@ -319,12 +321,17 @@ filter_may_contain(const AmqFilter *f, uint64 hash)
  * The geometry of a Parallel Hash join's shared filter for the planner's
  * estimate of the inner rows: twice that many keys, so that an estimate
  * short by half still gives about 1% false positives, at most
- * max(hash_mem, 64 MB).  The leader and every worker compute the same.
+ * max(hash_mem, 64 MB), and at most a quarter of what /dev/shm has free
+ * (the rest for the hash table and the query's other shared memory): a
+ * filter too small for its keys passes more rows, and pauses itself, where
+ * one too large would fail the query.  The leader plans it once
+ * (EstimateDSMCustomScan) and the others read it from shared memory.
  */
 static void
 shared_filter_plan(AmqFilter *f, double inner_rows)
 {
-	Size		limit = Max(get_hash_memory_limit(), AMQ_COLLECT_MIN_BYTES);
+	Size		limit = Min(Max(get_hash_memory_limit(), AMQ_COLLECT_MIN_BYTES),
+							AmqShmFreeBytes() / 4);
 	uint64		capacity = (uint64) Max(Min(inner_rows * 2, 1e12), 1024.0);
 	AmqStatus	st;
 
@@ -620,10 +627,10 @@ collect_rescan(CustomScanState *node)
 static Size
 collect_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
-	AmqFilter	f;
+	CollectState *cs = (CollectState *) node;
 
-	shared_filter_plan(&f, private_int(node, AMQ_JOIN_INT_INNER_ROWS));
-	return AMQ_SHARED_PAYLOAD_OFFSET + f.payload_len;
+	shared_filter_plan(&cs->sf_plan, private_int(node, AMQ_JOIN_INT_INNER_ROWS));
+	return AMQ_SHARED_PAYLOAD_OFFSET + cs->sf_plan.payload_len;
 }
 
 /* InitializeDSMCustomScan of the collector (leader): an empty filter. */
@@ -633,12 +640,11 @@ collect_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 {
 	CollectState *cs = (CollectState *) node;
 	AmqSharedFilter *sf = (AmqSharedFilter *) coordinate;
-	AmqFilter	f;
+	const AmqFilter *f = &cs->sf_plan;	/* as estimated */
 
-	shared_filter_plan(&f, private_int(node, AMQ_JOIN_INT_INNER_ROWS));
-	sf->nblocks = f.param[0];
-	sf->payload_len = f.payload_len;
-	sf->capacity = f.nkeys;
+	sf->nblocks = f->param[0];
+	sf->payload_len = f->payload_len;
+	sf->capacity = f->nkeys;
 	pg_atomic_init_u64(&sf->inner_rows, 0);
 	memset(AMQ_SHARED_PAYLOAD(sf), 0, sf->payload_len);
 	cs->sf = sf;

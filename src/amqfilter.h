@@ -26,6 +26,7 @@
 #define AMQ_HUGE_PAGE_BYTES		((Size) 2 * 1024 * 1024)
 
 extern void *AmqAllocBig(MemoryContext mcxt, Size bytes, int flags);
+extern Size AmqShmFreeBytes(void);
 extern void AmqAdviseBig(void *p, Size bytes);
 extern struct varlena *AmqFilterAlloc(AmqFilter *f);
 extern Datum AmqFilterFinish(struct varlena *v, AmqFilter *f);
