@@ -697,6 +697,9 @@ build_from_runs(int kind, double fpr, const AmqFilter *keyinfo,
 		}
 		else
 		{
+			if (!n_exact)
+				elog(ERROR, "a guessed key count of kind %s without its fill",
+					 ops->name);
 			for (int r = 0; r < nruns && st == AMQ_OK; r++)
 				for (Size i = 0; i < lens[r] && st == AMQ_OK; i++)
 					st = ops->add(&f, runs[r][i]);

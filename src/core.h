@@ -393,13 +393,15 @@ extern AmqStatus amq_parquet_input(const uint8_t *buf, size_t len,
 								   AmqParquetInput *out);
 
 /*
- * kind_bloom.c: the Bloom geometry that bloom and counting share, and the
- * second hash of their double hashing (odd, so the k positions differ).
+ * kind_bloom.c: the Bloom geometry that bloom and counting share (cells of
+ * 8 or 4 bits: 8 or 2 cells a byte), and the second hash of their double
+ * hashing (odd, so the k positions differ).
  */
 #define AMQ_BLOOM_MAX_K		30
-extern AmqStatus amq_bloom_geometry(uint64_t capacity, double fpr,
-									uint64_t align, uint64_t max_cells,
-									uint64_t *m, uint32_t *k);
+extern AmqStatus amq_bloom_plan_cells(AmqFilter *f, uint64_t capacity,
+									  double fpr, uint64_t cells_per_byte);
+extern AmqStatus amq_bloom_check_cells(const AmqFilter *f,
+									   uint64_t cells_per_byte);
 
 static inline uint64_t
 amq_bloom_step(uint64_t h)

@@ -26,15 +26,17 @@
 #define BLOOM_LN2		0.69314718055994530942	/* M_LN2 is not C99 */
 
 /*
- * The geometry of a Bloom filter of cells (bits, or counting's counters)
- * for capacity keys at fpr: m = n ln(1/p) / ln^2 2 cells, rounded up to a
- * multiple of align (at least align), and k = round(m/n ln 2) probes.
- * AMQ_ERR_TOO_LARGE past max_cells.
+ * Plan a Bloom filter of cells (bits, or counting's counters), cells_per_byte
+ * to a byte, for capacity keys at fpr: m = n ln(1/p) / ln^2 2 cells,
+ * rounded up to whole 64-bit words (at least one), and k = round(m/n ln 2)
+ * probes.  AMQ_ERR_TOO_LARGE past AMQ_MAX_PAYLOAD bytes.
  */
 AmqStatus
-amq_bloom_geometry(uint64_t capacity, double fpr, uint64_t align,
-				   uint64_t max_cells, uint64_t *m_out, uint32_t *k_out)
+amq_bloom_plan_cells(AmqFilter *f, uint64_t capacity, double fpr,
+					 uint64_t cells_per_byte)
 {
+	uint64_t	align = 8 * cells_per_byte;
+	uint64_t	max_cells = AMQ_MAX_PAYLOAD * cells_per_byte;
 	double		n = (double) (capacity > 0 ? capacity : 1);
 	double		cells;
 	double		k;
@@ -59,8 +61,29 @@ amq_bloom_geometry(uint64_t capacity, double fpr, uint64_t align,
 		k = 1.0;
 	if (k > AMQ_BLOOM_MAX_K)
 		k = AMQ_BLOOM_MAX_K;
-	*m_out = m;
-	*k_out = (uint32_t) k;
+	f->param[0] = m;
+	f->param[1] = (uint64_t) k;
+	f->param[2] = 0;
+	f->payload_len = m / cells_per_byte;
+	return AMQ_OK;
+}
+
+/* Validate the parameters of amq_bloom_plan_cells against the payload. */
+AmqStatus
+amq_bloom_check_cells(const AmqFilter *f, uint64_t cells_per_byte)
+{
+	uint64_t	align = 8 * cells_per_byte;
+	uint64_t	m = f->param[0];
+	uint64_t	k = f->param[1];
+
+	if (m < align || m % align != 0)
+		return AMQ_ERR_CORRUPT;
+	if (f->payload_len != m / cells_per_byte || f->payload_len > AMQ_MAX_PAYLOAD)
+		return AMQ_ERR_CORRUPT;
+	if (k < 1 || k > AMQ_BLOOM_MAX_K)
+		return AMQ_ERR_CORRUPT;
+	if (f->param[2] != 0)
+		return AMQ_ERR_CORRUPT;
 	return AMQ_OK;
 }
 
@@ -68,36 +91,14 @@ amq_bloom_geometry(uint64_t capacity, double fpr, uint64_t align,
 static AmqStatus
 bloom_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
-	uint64_t	m;
-	uint32_t	k;
-	AmqStatus	st;
-
-	st = amq_bloom_geometry(capacity, fpr, 64, AMQ_MAX_PAYLOAD * 8, &m, &k);
-	if (st != AMQ_OK)
-		return st;
-	f->param[0] = m;
-	f->param[1] = k;
-	f->param[2] = 0;
-	f->payload_len = m / 8;
-	return AMQ_OK;
+	return amq_bloom_plan_cells(f, capacity, fpr, 8);
 }
 
 /* Validate a bloom filter's parameters against its payload. */
 static AmqStatus
 bloom_check(const AmqFilter *f)
 {
-	uint64_t	m = f->param[0];
-	uint64_t	k = f->param[1];
-
-	if (m < 64 || (m & 63) != 0)
-		return AMQ_ERR_CORRUPT;
-	if (f->payload_len != m / 8 || f->payload_len > AMQ_MAX_PAYLOAD)
-		return AMQ_ERR_CORRUPT;
-	if (k < 1 || k > AMQ_BLOOM_MAX_K)
-		return AMQ_ERR_CORRUPT;
-	if (f->param[2] != 0)
-		return AMQ_ERR_CORRUPT;
-	return AMQ_OK;
+	return amq_bloom_check_cells(f, 8);
 }
 
 /* Set the key's k bits. */

@@ -61,37 +61,15 @@ counter_get(const uint8_t *payload, uint64_t pos)
 static AmqStatus
 counting_plan(AmqFilter *f, uint64_t capacity, double fpr)
 {
-	uint64_t	m;
-	uint32_t	k;
-	AmqStatus	st;
-
 	/* bloom's geometry, a counter per bit, two counters per byte */
-	st = amq_bloom_geometry(capacity, fpr, 16, AMQ_MAX_PAYLOAD * 2, &m, &k);
-	if (st != AMQ_OK)
-		return st;
-	f->param[0] = m;
-	f->param[1] = k;
-	f->param[2] = 0;
-	f->payload_len = m / 2;
-	return AMQ_OK;
+	return amq_bloom_plan_cells(f, capacity, fpr, 2);
 }
 
 /* Validate a counting filter's parameters against its payload. */
 static AmqStatus
 counting_check(const AmqFilter *f)
 {
-	uint64_t	m = f->param[0];
-	uint64_t	k = f->param[1];
-
-	if (m < 16 || (m & 15) != 0)
-		return AMQ_ERR_CORRUPT;
-	if (f->payload_len != m / 2 || f->payload_len > AMQ_MAX_PAYLOAD)
-		return AMQ_ERR_CORRUPT;
-	if (k < 1 || k > AMQ_BLOOM_MAX_K)
-		return AMQ_ERR_CORRUPT;
-	if (f->param[2] != 0)
-		return AMQ_ERR_CORRUPT;
-	return AMQ_OK;
+	return amq_bloom_check_cells(f, 2);
 }
 
 /* Increment the key's k counters, each saturating at COUNTING_MAX. */
