@@ -662,38 +662,37 @@ build_from_runs(int kind, double fpr, const AmqFilter *keyinfo,
 			Assert(nruns == 1);
 			st = ops->build(&f, runs[0], n, &alloc);
 		}
-		else if (kind == AMQ_KIND_BLOCKED && f.seed == 0 && !n_exact)
+		else if (kind == AMQ_KIND_BLOCKED && f.seed == 0)
 		{
 			/*
-			 * Sorted runs fill the blocks in order, merged as they go, which
-			 * counts their union: where the guess was wrong, the filter stays
-			 * only if the count plans the same one.
+			 * Sorted runs fill the blocks in order, a segment at a time, and
+			 * the fill counts the keys that repeat an earlier run: where the
+			 * guess was wrong, the filter stays only if the count plans the
+			 * same one.
 			 */
-			const uint64 *ends[AMQ_UNION_MAX_RUNS];
-			Size		count;
+			Size		count = 0;
 			AmqFilter	g;
 
 			for (int r = 0; r < nruns; r++)
-				ends[r] = runs[r] + lens[r];
-			count = amq_blocked_fill_union(f.payload, f.param[0], runs, ends,
+				count += lens[r];
+			count -= amq_blocked_fill_runs(f.payload, f.param[0], runs, lens,
 										   nruns);
-			n_exact = true;
 			if (count != n)
 			{
+				if (n_exact)
+					elog(ERROR, "blocked fill of %d runs counted %zu distinct keys, not %zu",
+						 nruns, (size_t) count, (size_t) n);
 				n = count;
 				capacity = Max(Max(n, 1), min_capacity);
 				plan_for_keys(&g, kind, fpr, keyinfo, capacity, min_capacity);
 				if (g.payload_len != f.payload_len || g.param[0] != f.param[0])
 				{
+					n_exact = true;
 					pfree(v);
 					continue;
 				}
 			}
-		}
-		else if (kind == AMQ_KIND_BLOCKED && f.seed == 0)
-		{
-			/* sorted hashes fill the blocks in order, a block at a time */
-			amq_blocked_fill_runs(f.payload, f.param[0], runs, lens, nruns);
+			n_exact = true;
 		}
 		else
 		{

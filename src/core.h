@@ -428,16 +428,12 @@ extern size_t amq_union_count(const uint64_t *const *head,
 							  const uint64_t *const *end, int k);
 extern size_t amq_union_guess(const uint64_t *const *head,
 							  const uint64_t *const *end, int k, bool *exact);
-/* a consumer of a union's hashes, a chunk at a time */
-typedef void (*AmqUnionSink) (void *arg, const uint64_t *hashes, size_t n);
-extern size_t amq_union_stream(const uint64_t *const *head,
-							   const uint64_t *const *end, int k,
-							   AmqUnionSink sink, void *arg);
 extern size_t amq_union_merge(const uint64_t *const *head,
 							  const uint64_t *const *end, int k, uint64_t *out);
 extern size_t amq_merge2(const uint64_t *x, size_t nx, const uint64_t *y,
 						 size_t ny, uint64_t *out);
 extern size_t amq_lower_bound(const uint64_t *x, size_t n, uint64_t v);
+extern size_t amq_lower_bound_near(const uint64_t *x, size_t n, uint64_t v);
 
 /* kinds */
 extern const AmqKindOps amq_bloom_ops;

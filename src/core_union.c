@@ -6,9 +6,9 @@
  * A parallel or distributed amq_agg combines partial states, each the
  * sorted, distinct hashes of its part of the rows, kept as runs (amq_agg.c).
  * The blocked kind is planned for the size of their union and filled from
- * it as it is merged, a chunk at a time, never written out; the size is
- * guessed where the runs look disjoint, and the fill's count confirms it.
- * The other kinds take the merged union.
+ * the runs as they are, never merged (kind_blocked.c); the size is guessed
+ * where the runs look disjoint, and the fill's count of the keys that
+ * repeat an earlier run confirms it.  The other kinds take the merged union.
  *
  * Every merge here is branch-free but for its loop: which run holds the
  * next smallest hash is unpredictable, so a branch on it would mispredict
@@ -122,45 +122,59 @@ amq_lower_bound(const uint64_t *x, size_t n, uint64_t v)
 	return lo;
 }
 
+/*
+ * amq_lower_bound of hashes about evenly spread over x[0] .. x[n - 1]: the
+ * search starts where v would be if they were exactly even and widens a
+ * window from there until it holds the answer, a few steps near where the
+ * last ones looked instead of log2(n) across the whole run.  Correct for any
+ * ascending x, only slower where the spread is uneven.
+ */
+size_t
+amq_lower_bound_near(const uint64_t *x, size_t n, uint64_t v)
+{
+	size_t		guess;
+	size_t		lo;
+	size_t		hi;
+	size_t		step = 8;
+
+	if (n == 0 || v <= x[0])
+		return 0;
+	if (v > x[n - 1])
+		return n;
+	/* x[0] < v <= x[n - 1], so n >= 2 */
+	guess = (size_t) ((double) (v - x[0]) / (double) (x[n - 1] - x[0]) *
+					  (double) (n - 1));
+	guess = MIN(guess, n - 1);
+	if (x[guess] < v)
+	{
+		/* the answer is in (lo, hi]: x[lo] < v, and x[hi] >= v or hi == n */
+		lo = guess;
+		while (lo + step < n && x[lo + step] < v)
+		{
+			lo += step;
+			step *= 2;
+		}
+		hi = MIN(lo + step, n);
+	}
+	else
+	{
+		/* the answer is in [lo, hi]: x[hi] >= v, and x[lo - 1] < v or lo == 0 */
+		hi = guess;
+		while (hi >= step && x[hi - step] >= v)
+		{
+			hi -= step;
+			step *= 2;
+		}
+		lo = hi >= step ? hi - step : 0;
+	}
+	return lo + amq_lower_bound(x + lo, hi - lo, v);
+}
+
 /* the three-run merges run the hash space's quarters together (their loops step four) */
 #define UNION_CHAINS	4
 
-/* hashes a stream hands on at once, from each quarter */
-#define UNION_CHUNK		512
-
 /*
- * Merge the k ascending, distinct runs p[r]..e[r] (runs may be empty),
- * handing the union to sink in ascending chunks; returns its count.
- */
-static size_t
-stream_union_merge(const uint64_t **p, const uint64_t **e, int k,
-				   AmqUnionSink sink, void *arg)
-{
-	uint64_t	buf[UNION_CHUNK];
-	size_t		n = 0,
-				w = 0;
-
-	k = drop_ended_runs(p, e, k);
-	while (k > 0)
-	{
-		buf[w++] = union_next(p, e, &k);
-		if (w == UNION_CHUNK)
-		{
-			sink(arg, buf, w);
-			n += w;
-			w = 0;
-		}
-	}
-	if (w > 0)
-		sink(arg, buf, w);
-	return n + w;
-}
-
-/*
- * The union of three ascending, distinct runs: counted (sink NULL, a
- * constant where this is inlined), or handed to sink in chunks, each
- * ascending, the quarters' chunks interleaved.
- *
+ * How many distinct hashes three ascending, distinct runs hold together.
  * The runs are split at the quarters of the hash space and the four parts
  * merged in one loop: four independent chains of loads, where a single
  * merge waits for each load its last step chose.  The loop runs as many
@@ -169,15 +183,12 @@ stream_union_merge(const uint64_t **p, const uint64_t **e, int k,
  * of 3.3M random hashes took 11 ms to count, against 17 split in halves
  * and 29 unsplit.
  */
-static inline __attribute__((always_inline)) size_t
-union3_quarters(const uint64_t *const *head, const uint64_t *const *end,
-				AmqUnionSink sink, void *arg)
+static size_t
+union3_quarters(const uint64_t *const *head, const uint64_t *const *end)
 {
 	const uint64_t *q[UNION_CHAINS][3];
 	const uint64_t *f[UNION_CHAINS][3];
-	uint64_t	buf[UNION_CHAINS][UNION_CHUNK];
-	size_t		n = 0,
-				w = 0;
+	size_t		n = 0;
 
 	for (int r = 0; r < 3; r++)
 	{
@@ -199,49 +210,16 @@ union3_quarters(const uint64_t *const *head, const uint64_t *const *end,
 		if (safe == 0)
 			break;
 		n += UNION_CHAINS * safe;
-		if (sink == NULL)
+		for (size_t i = 0; i < safe; i++)
 		{
-			for (size_t i = 0; i < safe; i++)
-			{
-				union3_step(q[0]);
-				union3_step(q[1]);
-				union3_step(q[2]);
-				union3_step(q[3]);
-			}
-			continue;
-		}
-		while (safe > 0)
-		{
-			size_t		m = MIN(safe, UNION_CHUNK - w);
-
-			for (size_t i = w; i < w + m; i++)
-			{
-				buf[0][i] = union3_step(q[0]);
-				buf[1][i] = union3_step(q[1]);
-				buf[2][i] = union3_step(q[2]);
-				buf[3][i] = union3_step(q[3]);
-			}
-			w += m;
-			safe -= m;
-			if (w == UNION_CHUNK)
-			{
-				for (int c = 0; c < UNION_CHAINS; c++)
-					sink(arg, buf[c], w);
-				w = 0;
-			}
+			union3_step(q[0]);
+			union3_step(q[1]);
+			union3_step(q[2]);
+			union3_step(q[3]);
 		}
 	}
 	for (int c = 0; c < UNION_CHAINS; c++)
-	{
-		if (sink == NULL)
-			n += count_union_merge(q[c], f[c], 3);
-		else
-		{
-			if (w > 0)
-				sink(arg, buf[c], w);
-			n += stream_union_merge(q[c], f[c], 3, sink, arg);
-		}
-	}
+		n += count_union_merge(q[c], f[c], 3);
 	return n;
 }
 
@@ -256,31 +234,10 @@ amq_union_count(const uint64_t *const *head, const uint64_t *const *end, int k)
 	const uint64_t *e[AMQ_UNION_MAX_RUNS];
 
 	if (k == 3)
-		return union3_quarters(head, end, NULL, NULL);
+		return union3_quarters(head, end);
 	memcpy(p, head, k * sizeof(p[0]));
 	memcpy(e, end, k * sizeof(e[0]));
 	return count_union_merge(p, e, k);
-}
-
-/*
- * Hand the union of the k (<= AMQ_UNION_MAX_RUNS) ascending, distinct runs
- * head[r]..end[r] to sink, in chunks of at most a few hundred hashes, each
- * ascending, though chunks need not come in order; returns its count.  For
- * a consumer that wants the union once in about ascending order, such as
- * a fill, at the cost of amq_union_count.
- */
-size_t
-amq_union_stream(const uint64_t *const *head, const uint64_t *const *end,
-				 int k, AmqUnionSink sink, void *arg)
-{
-	const uint64_t *p[AMQ_UNION_MAX_RUNS];
-	const uint64_t *e[AMQ_UNION_MAX_RUNS];
-
-	if (k == 3)
-		return union3_quarters(head, end, sink, arg);
-	memcpy(p, head, k * sizeof(p[0]));
-	memcpy(e, end, k * sizeof(e[0]));
-	return stream_union_merge(p, e, k, sink, arg);
 }
 
 /*
@@ -292,7 +249,7 @@ amq_union_stream(const uint64_t *const *head, const uint64_t *const *end,
 /*
  * The count of the union of the k (<= AMQ_UNION_MAX_RUNS) ascending,
  * distinct runs, to plan a pass that counts it again as it goes
- * (amq_union_stream): their total length, with *exact false, where no hash
+ * (amq_blocked_fill_runs): their total length, with *exact false, where no hash
  * of the lowest 1/64 of the hash space is in two runs (the runs of
  * disjoint parts of the rows, as a parallel aggregate's usually are, whose
  * hashes are uniform); else the union's count, with *exact true.

@@ -142,21 +142,22 @@ amq_blocked_insert_run(uint8_t *payload, uint64_t nblocks,
 	}
 }
 
+/* the fills may use AVX2 where the CPU has it (the unit tests turn it off) */
+extern bool amq_blocked_simd;
+
 /* amq_blocked_insert_run, vectorized where the CPU allows (kind_blocked.c) */
 extern void amq_blocked_fill(uint8_t *payload, uint64_t nblocks,
 							 const uint64_t *hashes, size_t n);
 
-/* more runs than this are filled one after another */
-#define AMQ_BLOCKED_FILL_MAX_RUNS	32
+/* the most runs amq_blocked_fill_runs takes */
+#define AMQ_BLOCKED_FILL_MAX_RUNS	AMQ_UNION_MAX_RUNS
 
-/* amq_blocked_fill of several ascending runs, a segment of blocks at a time */
-extern void amq_blocked_fill_runs(uint8_t *payload, uint64_t nblocks,
-								  const uint64_t *const *runs,
-								  const size_t *lens, int nruns);
-
-/* the union of k ascending, distinct runs, filled as merged: its count */
-extern size_t amq_blocked_fill_union(uint8_t *payload, uint64_t nblocks,
-									 const uint64_t *const *head,
-									 const uint64_t *const *end, int k);
+/*
+ * Fill several ascending, distinct runs, a segment of blocks at a time: how
+ * many of their keys an earlier run also held.
+ */
+extern size_t amq_blocked_fill_runs(uint8_t *payload, uint64_t nblocks,
+									const uint64_t *const *runs,
+									const size_t *lens, int nruns);
 
 #endif							/* KIND_BLOCKED_H */

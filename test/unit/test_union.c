@@ -3,7 +3,7 @@
  * test_union.c
  *	  Unit tests of the unions of sorted runs (core_union.c): the count a
  *	  combined amq_agg state plans its filter with, and the merge, against
- *	  sorting all the runs' hashes together.
+ *	  sorting all the runs' hashes together; and the searches of a run.
  *
  *-------------------------------------------------------------------------
  */
@@ -58,25 +58,63 @@ reference_union(const uint64_t **head, const uint64_t **end, int k,
 	return amq_sort_unique(out, n, scratch);
 }
 
-/* what amq_union_stream handed on: the hashes, and whether each chunk ascended */
-typedef struct Collected
-{
-	uint64_t   *h;
-	size_t		n;
-	bool		ascending;
-} Collected;
-
+/*
+ * amq_lower_bound_near finds what amq_lower_bound finds, for every value in
+ * a run and between its values, and beyond both ends: runs of even, uneven
+ * (squared: crowded low, sparse high) and repeating spreads, long and short.
+ */
 static void
-collect(void *arg, const uint64_t *h, size_t n)
+test_lower_bound_near(void)
 {
-	Collected  *c = arg;
+	const size_t sizes[] = {1, 2, 3, 17, 1000, 100000};
+	char		fail[160] = "";
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
 	{
-		if (i > 0 && h[i] <= h[i - 1])
-			c->ascending = false;
-		c->h[c->n++] = h[i];
+		size_t		n = sizes[si];
+		uint64_t   *x = xcalloc(n, sizeof(uint64_t));
+		uint64_t   *scratch = xcalloc(n, sizeof(uint64_t));
+
+		for (int spread = 0; spread < 3; spread++)
+		{
+			size_t		m;
+
+			for (size_t i = 0; i < n; i++)
+			{
+				uint64_t	k = key_in(i);
+
+				if (spread == 1)
+					k = (k >> 32) * (k >> 32);	/* crowded near 0 */
+				else if (spread == 2)
+					k = (k >> 60) << 60;	/* 16 values */
+				x[i] = k;
+			}
+			m = amq_sort_unique(x, n, scratch);
+			for (size_t i = 0; i < m && fail[0] == '\0'; i++)
+			{
+				uint64_t	probes[3] = {x[i], x[i] - 1, x[i] + 1};
+
+				for (int p = 0; p < 3; p++)
+				{
+					size_t		want = amq_lower_bound(x, m, probes[p]);
+					size_t		got = amq_lower_bound_near(x, m, probes[p]);
+
+					if (got != want)
+						snprintf(fail, sizeof(fail),
+								 "n=%zu spread=%d value %llu: %zu, want %zu",
+								 m, spread, (unsigned long long) probes[p], got, want);
+				}
+			}
+			if (amq_lower_bound_near(x, m, 0) != amq_lower_bound(x, m, 0) ||
+				amq_lower_bound_near(x, m, UINT64_MAX) != amq_lower_bound(x, m, UINT64_MAX))
+				snprintf(fail, sizeof(fail), "n=%zu spread=%d: the ends", m, spread);
+		}
+		free(x);
+		free(scratch);
 	}
+	check(amq_lower_bound_near(NULL, 0, 42) == 0 && fail[0] == '\0',
+		  "lower bound near a guess: as a binary search, for even, uneven and repeating runs",
+		  "%s", fail);
 }
 
 void
@@ -96,7 +134,6 @@ test_union(void)
 		uint64_t   *store = xcalloc(5 * n + 1, sizeof(uint64_t));
 		uint64_t   *want = xcalloc(5 * n + 1, sizeof(uint64_t));
 		uint64_t   *got = xcalloc(5 * n + 1, sizeof(uint64_t));
-		uint64_t   *streamed = xcalloc(5 * n + 1, sizeof(uint64_t));
 
 		for (int spread = 0; spread < 4; spread++)
 		{
@@ -134,10 +171,8 @@ test_union(void)
 					size_t		nwant;
 					size_t		count;
 					size_t		merged;
-					size_t		nstream;
 					size_t		guess;
 					bool		exact;
-					Collected	c = {streamed, 0, true};
 
 					make_runs(h, m, k, shared, store, head, end);
 					nwant = reference_union(head, end, k, want, scratch);
@@ -149,20 +184,6 @@ test_union(void)
 						snprintf(fail, sizeof(fail),
 								 "runs=%d shared=%d: %zu and %zu, want %zu",
 								 k, shared, count, merged, nwant);
-						continue;
-					}
-
-					/* streamed: ascending chunks of the union, once each */
-					nstream = amq_union_stream(head, end, k, collect, &c);
-					if (c.n > 0)
-						c.n = amq_sort_unique(streamed, c.n, scratch);
-					if (nstream != nwant || c.n != nwant || !c.ascending ||
-						memcmp(streamed, want, nwant * sizeof(uint64_t)) != 0)
-					{
-						snprintf(fail, sizeof(fail),
-								 "runs=%d shared=%d: streamed %zu (%zu distinct, %s), want %zu",
-								 k, shared, nstream, c.n,
-								 c.ascending ? "ascending" : "not ascending", nwant);
 						continue;
 					}
 
@@ -211,7 +232,7 @@ test_union(void)
 				}
 			}
 			check(fail[0] == '\0',
-				  "union of 1 to 5 runs: count, merge, stream and guess as sorting them all",
+				  "union of 1 to 5 runs: count, merge and guess as sorting them all",
 				  "n=%zu spread=%d %s", n, spread, fail);
 		}
 		free(h);
@@ -219,6 +240,7 @@ test_union(void)
 		free(store);
 		free(want);
 		free(got);
-		free(streamed);
 	}
+
+	test_lower_bound_near();
 }
