@@ -11,8 +11,9 @@
  *
  * No patched server: a planner_hook post-processes the finished plan.  For
  * each HashJoin where dropping non-matching outer rows is correct (inner,
- * semi and right joins; never anti joins or the preserved side of LEFT and
- * FULL joins) it inserts two pass-through CustomScans (amq_join_exec.c):
+ * semi and right joins, and right semi and right anti joins, which return
+ * inner rows only; never anti joins or the preserved side of LEFT and FULL
+ * joins) it inserts two pass-through CustomScans (amq_join_exec.c):
  *
  *	HashJoin
  *	  -> prefilter		drops outer rows that cannot match
@@ -310,14 +311,16 @@ inner_divisor(PrefilterWalk *w, Hash *hash)
 }
 
 /*
- * Distinct values of the inner key among the inner rows, when the planner's
- * statistics can tell: a single key that is a column of a base relation
- * scanned right under the Hash.  Else -1.
+ * Distinct values of a join key among the rows of child, when the planner's
+ * statistics can tell: a single key (keys refer to child's output as
+ * OUTER_VAR, as a Hash's and a hash join's outer keys do) that is a column
+ * of a base relation child scans, itself or below a Gather.  divisor turns
+ * child's rows per participant into rows in all.  Else -1.
  */
 static double
-inner_key_distinct(PrefilterWalk *w, Hash *hash)
+key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
 {
-	Plan	   *child = outerPlan(hash);
+	double		rows = child->plan_rows * divisor;
 	Expr	   *key;
 	TargetEntry *tle;
 	Var		   *var;
@@ -327,15 +330,25 @@ inner_key_distinct(PrefilterWalk *w, Hash *hash)
 	double		reltuples;
 	double		distinct;
 
-	if (list_length(hash->hashkeys) != 1)
+	if (list_length(keys) != 1)
 		return -1;
-	key = linitial(hash->hashkeys);
+	key = linitial(keys);
 	while (IsA(key, RelabelType))
 		key = ((RelabelType *) key)->arg;
-	if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR ||
-		((Var *) key)->varattno <= 0 ||
-		((Var *) key)->varattno > list_length(child->targetlist))
-		return -1;
+	for (;;)
+	{
+		if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR ||
+			((Var *) key)->varattno <= 0 ||
+			((Var *) key)->varattno > list_length(child->targetlist))
+			return -1;
+		tle = list_nth_node(TargetEntry, child->targetlist,
+							((Var *) key)->varattno - 1);
+		if (!IsA(child, Gather))
+			break;
+		/* a Gather's columns are its child's (OUTER_VAR) */
+		key = tle->expr;
+		child = outerPlan(child);
+	}
 	switch (nodeTag(child))
 	{
 		case T_SeqScan:
@@ -345,8 +358,6 @@ inner_key_distinct(PrefilterWalk *w, Hash *hash)
 		default:
 			return -1;
 	}
-	tle = list_nth_node(TargetEntry, child->targetlist,
-						((Var *) key)->varattno - 1);
 	if (!IsA(tle->expr, Var))
 		return -1;
 	var = (Var *) tle->expr;
@@ -381,12 +392,9 @@ inner_key_distinct(PrefilterWalk *w, Hash *hash)
 	 * estimates groups of a restricted relation: each value has
 	 * reltuples / distinct rows, each kept with probability rows / reltuples.
 	 */
-	{
-		double		rows = Min(child->plan_rows * inner_divisor(w, hash), reltuples);
-
-		return distinct * (1.0 - pow(1.0 - rows / reltuples,
-									 reltuples / distinct));
-	}
+	rows = Min(rows, reltuples);
+	return distinct * (1.0 - pow(1.0 - rows / reltuples,
+								 reltuples / distinct));
 }
 
 /*
@@ -400,26 +408,42 @@ inner_key_distinct(PrefilterWalk *w, Hash *hash)
  * with duplicate keys makes the share look smaller than it is: the rule
  * errs towards placing no pre-filter.  A right join's rows also count the
  * unmatched inner rows, which errs the same way.
+ *
+ * A right semi or right anti join's rows are inner rows, which say nothing
+ * of the outer ones: the share matched is then the distinct inner keys over
+ * the distinct outer keys (at most 1), the containment the planner itself
+ * assumes for semi joins; without the statistics of both, 0.
  */
 static double
 expected_removed_share(PrefilterWalk *w, HashJoin *hj, Hash *hash)
 {
-	double		outer_rows = outerPlan(hj)->plan_rows;
+	Plan	   *outer = outerPlan(hj);
+	double		outer_rows = outer->plan_rows;
 	double		join_rows = hj->join.plan.plan_rows;
+	double		inner_distinct = key_distinct(w, outerPlan(hash), hash->hashkeys,
+											  inner_divisor(w, hash));
 	double		matched;
 
 	if (outer_rows <= 0)
 		return 0;
+	if (amq_join_returns_inner_only(hj->join.jointype))
+	{
+		double		outer_distinct = key_distinct(w, outer, hj->hashkeys,
+												  w->parallel_divisor);
+
+		if (inner_distinct < 0 || outer_distinct < 1)
+			return 0;
+		return 1.0 - Min(inner_distinct / outer_distinct, 1.0);
+	}
 	if (hj->join.jointype == JOIN_SEMI)
 		matched = join_rows;
 	else
 	{
 		double		inner_rows = outerPlan(hash)->plan_rows * inner_divisor(w, hash);
-		double		distinct = inner_key_distinct(w, hash);
 		double		per_key = 1.0;
 
-		if (distinct >= 1 && inner_rows > distinct)
-			per_key = inner_rows / distinct;
+		if (inner_distinct >= 1 && inner_rows > inner_distinct)
+			per_key = inner_rows / inner_distinct;
 		matched = join_rows / per_key;
 	}
 	return 1.0 - Min(matched / outer_rows, 1.0);
@@ -444,7 +468,8 @@ is_amq_pass_through(Plan *plan)
  * inner_side) without changing the join's other output rows?  Yes where the
  * input's rows only ever appear with their own values or not at all: both
  * inputs of an inner join, the outer input of semi and anti joins, the
- * preserved input of a LEFT or RIGHT join.  Never the nullable input of an
+ * preserved input of a LEFT or RIGHT join, the inner input of right semi
+ * and right anti joins.  Never the nullable input of an
  * outer join (a dropped row turns its partners' rows into null-extended
  * ones), nor a FULL join's.
  */
@@ -462,7 +487,8 @@ join_input_filterable(JoinType jointype, bool inner_side)
 		case JOIN_RIGHT:
 			return inner_side;
 		default:
-			return false;
+			/* right semi and anti joins return inner rows, each on its own */
+			return amq_join_returns_inner_only(jointype) && inner_side;
 	}
 }
 
@@ -683,7 +709,9 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 		case JOIN_RIGHT:
 			break;
 		default:
-			return;
+			if (!amq_join_returns_inner_only(hj->join.jointype))
+				return;
+			break;
 	}
 
 	/*

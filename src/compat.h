@@ -14,6 +14,8 @@
 
 #include "postgres.h"
 
+#include "nodes/nodes.h"
+
 #if PG_VERSION_NUM < 130000
 #error "bloomamq requires PostgreSQL 13 or later"
 #endif
@@ -111,5 +113,25 @@
 #else
 #define AMQ_PHJ_BUILD_HASH_INNER	PHJ_BUILD_HASHING_INNER
 #endif
+
+/*
+ * Hash joins that return inner rows only, each at most once: 16 added RIGHT
+ * ANTI joins (the inner rows no outer row matches), 18 RIGHT SEMI joins
+ * (those some outer row matches).  An outer row that matches nothing does
+ * nothing in either.
+ */
+static inline bool
+amq_join_returns_inner_only(JoinType jointype)
+{
+#if PG_VERSION_NUM >= 180000
+	if (jointype == JOIN_RIGHT_SEMI)
+		return true;
+#endif
+#if PG_VERSION_NUM >= 160000
+	if (jointype == JOIN_RIGHT_ANTI)
+		return true;
+#endif
+	return false;
+}
 
 #endif							/* AMQ_COMPAT_H */
