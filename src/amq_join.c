@@ -412,7 +412,7 @@ key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
  * A right semi or right anti join's rows are inner rows, which say nothing
  * of the outer ones: the share matched is then the distinct inner keys over
  * the distinct outer keys (at most 1), the containment the planner itself
- * assumes for semi joins; without the statistics of both, 0.
+ * assumes for semi joins; without the statistics of both, -1 (unknown).
  */
 static double
 expected_removed_share(PrefilterWalk *w, HashJoin *hj, Hash *hash)
@@ -432,7 +432,7 @@ expected_removed_share(PrefilterWalk *w, HashJoin *hj, Hash *hash)
 												  w->parallel_divisor);
 
 		if (inner_distinct < 0 || outer_distinct < 1)
-			return 0;
+			return -1;
 		return 1.0 - Min(inner_distinct / outer_distinct, 1.0);
 	}
 	if (hj->join.jointype == JOIN_SEMI)
@@ -742,6 +742,10 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	remove = expected_removed_share(w, hj, hash);
 	if (outer->plan_rows * w->parallel_divisor < amq_join_prefilter_min_rows)
 		decision = AMQ_PREFILTER_SKIPPED_ROWS;
+	else if (amq_join_prefilter_min_remove <= 0)
+		decision = AMQ_PREFILTER_PLACED;
+	else if (remove < 0)
+		decision = AMQ_PREFILTER_SKIPPED_UNKNOWN;
 	else if (remove < amq_join_prefilter_min_remove)
 		decision = AMQ_PREFILTER_SKIPPED_COST;
 	else

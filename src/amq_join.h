@@ -65,7 +65,8 @@ typedef enum AmqPrefilterDecision
 {
 	AMQ_PREFILTER_PLACED,
 	AMQ_PREFILTER_SKIPPED_ROWS, /* fewer outer rows than min_rows */
-	AMQ_PREFILTER_SKIPPED_COST	/* removes less than min_remove */
+	AMQ_PREFILTER_SKIPPED_COST, /* removes less than min_remove */
+	AMQ_PREFILTER_SKIPPED_UNKNOWN	/* no estimate of what it removes */
 } AmqPrefilterDecision;
 
 extern const CustomScanMethods amq_prefilter_scan_methods;

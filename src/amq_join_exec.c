@@ -977,15 +977,22 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		AmqPrefilterPushed pushed = private_int(node, AMQ_JOIN_INT_PUSHED);
 		double		remove = private_int(node, AMQ_JOIN_INT_REMOVE) / 10.0;
+		const char *of = pushed == AMQ_PUSHED_COPY ? "its" :
+			psprintf("%.0f", node->ss.ps.plan->plan_rows);
+		char	   *why;
+
+		/* a negative share: no statistics gave an estimate */
+		if (remove < 0)
+			why = psprintf("no statistics estimate how many of %s outer rows match", of);
+		else
+			why = psprintf("expected to remove %.1f%% of %s outer rows", remove, of);
 
 		if (pushed == AMQ_PUSHED_COPY)
 			ExplainPropertyText("Prefilter",
-								psprintf("pushed down from a hash join above, expected to remove %.1f%% of its outer rows",
-										 remove), es);
+								psprintf("pushed down from a hash join above, %s", why), es);
 		else
 			ExplainPropertyText("Prefilter",
-								psprintf("placed, expected to remove %.1f%% of %.0f outer rows%s",
-										 remove, node->ss.ps.plan->plan_rows,
+								psprintf("placed, %s%s", why,
 										 pushed == AMQ_PUSHED_HAS_COPY ?
 										 "; also pushed down" : ""), es);
 	}
@@ -1099,6 +1106,10 @@ skipped_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Prefilter",
 							psprintf("skipped, %d outer rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
 									 rows, amq_join_prefilter_min_rows), es);
+	else if (decision == AMQ_PREFILTER_SKIPPED_UNKNOWN)
+		ExplainPropertyText("Prefilter",
+							psprintf("skipped, no statistics estimate how many of %d outer rows match",
+									 rows), es);
 	else
 		ExplainPropertyText("Prefilter",
 							psprintf("skipped, expected to remove %.1f%% of %d outer rows, less than bloomamq.join_prefilter_min_remove (%g%%)",
