@@ -437,6 +437,33 @@ RESET enable_seqscan;
 RESET enable_sort;
 SET enable_mergejoin = off;
 DROP INDEX jp_fact_a;
+-- through an aggregate, a GROUP BY, a DISTINCT whose groups share the key:
+-- a group's rows are dropped together or kept together, so the groups that
+-- stay have the same aggregates (and HAVING sees the same rows)
+SELECT * FROM jp_pushed('SELECT s.a, s.n, s.ids, d.id FROM (SELECT a, count(*) AS n, sum(id) AS ids FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+SELECT * FROM jp_pushed('SELECT s.a, s.n, d.id FROM (SELECT a, count(*) AS n FROM jp_big GROUP BY a HAVING count(*) > 2) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 5');
+SELECT * FROM jp_pushed('SELECT s.t, s.a, s.n, d.id FROM (SELECT t, a, count(*) AS n FROM jp_big GROUP BY t, a) s JOIN jp_bdim d ON s.t = d.t AND s.a = d.id WHERE d.w < 50');
+-- (whether the planner unique-ifies jp_big here varies between majors)
+SELECT same FROM jp_pushed('SELECT d.id FROM jp_bdim d WHERE d.w < 50 AND d.id IN (SELECT a FROM jp_big)');
+SET enable_hashagg = off;
+SELECT * FROM jp_pushed('SELECT s.a, s.n, d.id FROM (SELECT a, count(*) AS n FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+SELECT * FROM jp_pushed('SELECT s.a, d.id FROM (SELECT a FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+SELECT * FROM jp_pushed('SELECT s.a, s.t, d.id FROM (SELECT DISTINCT a, t FROM jp_big) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+RESET enable_hashagg;
+-- grouped by an expression: above the node that computes it
+SELECT * FROM jp_pushed('SELECT s.k, s.n, d.id FROM (SELECT id % 30000 AS k, count(*) AS n FROM jp_big GROUP BY id % 30000) s JOIN jp_bdim d ON s.k = d.id WHERE d.w < 50');
+-- through a subquery scan (OFFSET 0 keeps the subquery, its qual stays there)
+SELECT * FROM jp_pushed('SELECT b.id, b.a2, d.id FROM (SELECT id, a, a * 2 AS a2 FROM jp_big OFFSET 0) b JOIN jp_bdim d ON b.a = d.id WHERE d.w < 5 AND b.id % 3 = 0');
+-- not where a group's rows may carry other keys: grouping sets, whose
+-- rolled-up rows aggregate many keys; a nondeterministic collation, whose
+-- groups hold strings of other bytes ('k7' and 'K7') that hash apart; nor
+-- through a window function, a LIMIT, or an aggregate to the input of
+-- an aggregate (the key is max(a))
+SELECT * FROM jp_pushed('SELECT s.a, s.n, d.id FROM (SELECT a, count(*) AS n FROM jp_big GROUP BY ROLLUP (a)) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+SELECT * FROM jp_pushed('SELECT s.t, s.n, d.id FROM (SELECT t COLLATE jp_ci AS t, count(*) AS n FROM (SELECT t FROM jp_big UNION ALL SELECT upper(t) FROM jp_big) u GROUP BY 1) s JOIN jp_bdim d ON s.t COLLATE "C" = d.t WHERE d.w < 50');
+SELECT * FROM jp_pushed('SELECT s.a, s.n, d.id FROM (SELECT a, count(*) OVER (PARTITION BY a) AS n FROM jp_big) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+SELECT * FROM jp_pushed('SELECT s.a, d.id FROM (SELECT a FROM jp_big ORDER BY id LIMIT 5000) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+SELECT * FROM jp_pushed('SELECT s.k, d.id FROM (SELECT max(a) AS k FROM jp_big GROUP BY id % 30000) s JOIN jp_bdim d ON s.k = d.id WHERE d.w < 50');
 -- switched off
 SET bloomamq.join_prefilter_push_down = off;
 SELECT * FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50');
@@ -450,6 +477,8 @@ SELECT * FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a 
 SET work_mem = '64kB';
 SELECT same FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50');
 RESET work_mem;
+-- an aggregate finished in the leader: down to its Gather
+SELECT same FROM jp_pushed('SELECT s.a, s.n, d.id FROM (SELECT a, count(*) AS n FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
@@ -470,7 +499,7 @@ DROP FUNCTION jp_removed(text);
 -- How many get one is the planner's choice, which varies between majors:
 -- the test asserts that many do, in each kind of plan.
 CREATE FUNCTION jp_differential(nqueries int)
-RETURNS TABLE (queries int, mismatches int, prefiltered int, parallel_prefiltered int, small_work_mem_prefiltered int, pushed int)
+RETURNS TABLE (queries int, mismatches int, prefiltered int, parallel_prefiltered int, small_work_mem_prefiltered int, pushed int, agg_pushed int)
 LANGUAGE plpgsql AS $$
 DECLARE
 	conds text[] := ARRAY[
@@ -486,7 +515,8 @@ DECLARE
 		'f.t = d.t COLLATE "C"',             -- an explicit deterministic collation
 		'f.a + 1 = d.a8 + 1'                 -- expressions as keys
 	];
-	jtypes text[] := ARRAY['inner', 'left', 'right', 'full', 'semi', 'anti', 'in', 'chain', 'chain', 'rsemi', 'ranti'];
+	jtypes text[] := ARRAY['inner', 'left', 'right', 'full', 'semi', 'anti', 'in', 'chain', 'chain', 'rsemi', 'ranti', 'agg'];
+	fcols text;
 	lower_jt text;
 	dfilter text;
 	cond text;
@@ -498,13 +528,14 @@ DECLARE
 	par boolean;
 	i int;
 BEGIN
-	queries := 0; mismatches := 0; prefiltered := 0; parallel_prefiltered := 0; small_work_mem_prefiltered := 0; pushed := 0;
+	queries := 0; mismatches := 0; prefiltered := 0; parallel_prefiltered := 0; small_work_mem_prefiltered := 0; pushed := 0; agg_pushed := 0;
 	PERFORM setseed(0.42);
 	FOR i IN 1 .. nqueries LOOP
 		cond := conds[1 + floor(random() * array_length(conds, 1))::int];
 		jt := jtypes[1 + floor(random() * array_length(jtypes, 1))::int];
 		-- the inner side: empty, a few keys, a tenth, half
 		dfilter := (ARRAY['w < 0', 'w < 2', 'w < 10', 'w < 50'])[1 + floor(random() * 4)::int];
+		SELECT string_agg(DISTINCT m[1], ', ') INTO fcols FROM regexp_matches(cond, 'f\.(\w+)', 'g') m;
 		q := CASE jt
 			WHEN 'inner' THEN format('SELECT f.id, d.id FROM jp_fact f JOIN (SELECT * FROM jp_dim WHERE %s) d ON %s', dfilter, cond)
 			WHEN 'left' THEN format('SELECT f.id, d.id FROM jp_fact f LEFT JOIN (SELECT * FROM jp_dim WHERE %s) d ON %s', dfilter, cond)
@@ -518,6 +549,9 @@ BEGIN
 			-- a join below the pre-filtered one, of any type: push-down
 			WHEN 'chain' THEN format('SELECT f.id, c.c_id, d.id FROM (jp_fact f %s jp_cust c ON f.id %% 3000 = c.c_id AND c.seg < 5) JOIN (SELECT * FROM jp_dim WHERE %s) d ON %s',
 				(ARRAY['JOIN', 'LEFT JOIN', 'RIGHT JOIN', 'FULL JOIN'])[1 + floor(random() * 4)::int], dfilter, cond)
+			-- fact rows grouped by their keys: push-down below the aggregate
+			WHEN 'agg' THEN format('SELECT f.n, f.ids, d.id FROM (SELECT %s, count(*) AS n, sum(id) AS ids FROM jp_fact GROUP BY %s) f JOIN (SELECT * FROM jp_dim WHERE %s) d ON %s',
+				fcols, fcols, dfilter, cond)
 			ELSE format('SELECT d.id FROM jp_dim d WHERE %s AND d.a8 IN (SELECT f.b FROM jp_fact f WHERE f.s < 100)', dfilter)
 		END;
 		PERFORM set_config('join_collapse_limit', CASE WHEN random() < 0.5 THEN '1' ELSE '8' END, true);
@@ -531,6 +565,7 @@ BEGIN
 		PERFORM set_config('work_mem', CASE WHEN random() < 0.3 THEN '64kB' ELSE '4MB' END, true);
 		PERFORM set_config('enable_nestloop', 'off', true);
 		PERFORM set_config('enable_mergejoin', 'off', true);
+		PERFORM set_config('enable_hashagg', CASE WHEN random() < 0.5 THEN 'on' ELSE 'off' END, true);
 
 		PERFORM set_config('bloomamq.join_prefilter', 'off', true);
 		EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
@@ -555,6 +590,9 @@ BEGIN
 			END IF;
 			IF plan LIKE '%pushed down from%' THEN
 				pushed := pushed + 1;
+				IF jt = 'agg' THEN
+					agg_pushed := agg_pushed + 1;
+				END IF;
 			END IF;
 		END IF;
 	END LOOP;
@@ -579,7 +617,7 @@ SELECT greatest(40, round(400 * coalesce(nullif(current_setting('bloomamq_test.s
 SELECT queries = :nqueries AS all_compared, mismatches, prefiltered >= queries / 4 AS many_prefiltered,
 	parallel_prefiltered > 0 AS some_parallel_prefiltered,
 	small_work_mem_prefiltered > 0 AS some_small_work_mem_prefiltered,
-	pushed > 0 AS some_pushed_down
+	pushed > 0 AS some_pushed_down, agg_pushed > 0 AS some_pushed_below_an_aggregate
 FROM jp_differential(:nqueries);
 
 DROP FUNCTION jp_differential(int);

@@ -493,13 +493,55 @@ join_input_filterable(JoinType jointype, bool inner_side)
 }
 
 /*
+ * Do the rows of a group (of an Agg, Group or Unique over child, whose
+ * numCols grouping columns of child's output are cols, compared with ops
+ * under colls) all carry equal keys in the nkeys columns attnos of child's
+ * output?  Yes where every key is a grouping column compared with an
+ * equality of its type's default hash family under a deterministic
+ * collation (or none): equal values hash alike, so a filter drops either
+ * all the rows of a group, and the group with them, or none, and the rows
+ * of the groups kept still make the same aggregates.
+ */
+static bool
+grouped_by_keys(Plan *child, int numCols, const AttrNumber *cols,
+				const Oid *ops, const Oid *colls,
+				const AttrNumber *attnos, int nkeys)
+{
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+	{
+		TargetEntry *tle;
+		TypeCacheEntry *tce;
+		int			j;
+
+		for (j = 0; j < numCols; j++)
+			if (cols[j] == attnos[i])
+				break;
+		if (j == numCols ||
+			attnos[i] <= 0 || attnos[i] > list_length(child->targetlist))
+			return false;
+		tle = list_nth_node(TargetEntry, child->targetlist, attnos[i] - 1);
+		tce = lookup_type_cache(getBaseType(exprType((Node *) tle->expr)),
+								TYPECACHE_HASH_OPFAMILY);
+		if (!OidIsValid(tce->hash_opf) || !op_in_opfamily(ops[j], tce->hash_opf))
+			return false;
+		if (OidIsValid(colls[j]) && !get_collation_isdeterministic(colls[j]))
+			return false;
+	}
+	return true;
+}
+
+/*
  * Push-down: follow the nkeys columns attnos of (*slot)'s output down
  * through nodes that pass them on unchanged and drop no row that a dropped
  * row below them would bring back: joins into an input that
  * join_input_filterable allows (not a merge join's inner input), Hash,
- * Sort, Incremental Sort, Material and this file's own pass-throughs.  Never through a Gather (the filter lives
- * in one process), an Append, an aggregate, a Unique, a Limit, a subquery,
- * or anything else.  Returns the slot of the deepest node reached, attnos
+ * Sort, Incremental Sort, Material, a subquery scan, this file's own
+ * pass-throughs, and an aggregate, Group or Unique whose groups share their
+ * keys (grouped_by_keys; no grouping sets).  Never through a Gather (the
+ * filter lives in one process), an Append, a Limit, a window function or
+ * anything else.  Returns the slot of the deepest node reached, attnos
  * changed to the columns of its output; all keys must go the same way.
  */
 static Plan **
@@ -521,6 +563,13 @@ trace_keys(Plan **slot, AttrNumber *attnos, int nkeys)
 			case T_Sort:
 			case T_IncrementalSort:
 			case T_Material:
+			case T_Group:
+			case T_Unique:
+			case T_SubqueryScan:
+				break;
+			case T_Agg:
+				if (((Agg *) plan)->groupingSets != NIL)
+					return slot;
 				break;
 			case T_CustomScan:
 				if (is_amq_pass_through(plan))
@@ -547,6 +596,13 @@ trace_keys(Plan **slot, AttrNumber *attnos, int nkeys)
 			{
 				/* INDEX_VAR into custom_scan_tlist, OUTER_VAR of the same column */
 				if (var->varno != INDEX_VAR)
+					return slot;
+				s = 0;
+			}
+			else if (IsA(plan, SubqueryScan))
+			{
+				/* a column of the subquery's output, by its number */
+				if (var->varno != ((Scan *) plan)->scanrelid)
 					return slot;
 				s = 0;
 			}
@@ -577,8 +633,29 @@ trace_keys(Plan **slot, AttrNumber *attnos, int nkeys)
 		}
 		else if (side != 0)
 			return slot;
+		else if (IsA(plan, Agg) &&
+				 !grouped_by_keys(plan->lefttree, ((Agg *) plan)->numCols,
+								  ((Agg *) plan)->grpColIdx,
+								  ((Agg *) plan)->grpOperators,
+								  ((Agg *) plan)->grpCollations, next, nkeys))
+			return slot;
+		else if (IsA(plan, Group) &&
+				 !grouped_by_keys(plan->lefttree, ((Group *) plan)->numCols,
+								  ((Group *) plan)->grpColIdx,
+								  ((Group *) plan)->grpOperators,
+								  ((Group *) plan)->grpCollations, next, nkeys))
+			return slot;
+		else if (IsA(plan, Unique) &&
+				 !grouped_by_keys(plan->lefttree, ((Unique *) plan)->numCols,
+								  ((Unique *) plan)->uniqColIdx,
+								  ((Unique *) plan)->uniqOperators,
+								  ((Unique *) plan)->uniqCollations, next, nkeys))
+			return slot;
 
-		slot = side == 0 ? &plan->lefttree : &plan->righttree;
+		if (IsA(plan, SubqueryScan))
+			slot = &((SubqueryScan *) plan)->subplan;
+		else
+			slot = side == 0 ? &plan->lefttree : &plan->righttree;
 		if (*slot == NULL)
 			elog(ERROR, "plan node without the child its target list refers to");
 		memcpy(attnos, next, sizeof(AttrNumber) * nkeys);
