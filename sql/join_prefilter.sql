@@ -359,8 +359,10 @@ BEGIN
 		WHEN plan NOT LIKE '%Gather%' THEN 'not parallel'
 		WHEN plan LIKE '%Parallel Hash%' AND plan LIKE '%Parallel Custom Scan (AmqPrefilter)%'
 			THEN 'parallel, shared filter'
-		WHEN plan NOT LIKE '%Parallel Hash%' AND plan NOT LIKE '%Parallel Custom Scan%'
-			AND plan LIKE '%Custom Scan (AmqPrefilter)%'
+		-- (the join in each worker, or in the leader above the Gather, with
+		-- a copy below it that the workers probe: which is the planner's
+		-- choice, by the size of the tables)
+		WHEN plan NOT LIKE '%Parallel Hash%' AND plan LIKE '%Custom Scan (AmqPrefilter)%'
 			THEN 'parallel-oblivious'
 		ELSE 'other' END;
 	removed := jp_removed(q);
@@ -440,7 +442,7 @@ DROP INDEX jp_fact_a;
 -- through an aggregate, a GROUP BY, a DISTINCT whose groups share the key:
 -- a group's rows are dropped together or kept together, so the groups that
 -- stay have the same aggregates (and HAVING sees the same rows)
-SELECT * FROM jp_pushed('SELECT s.a, s.n, s.ids, d.id FROM (SELECT a, count(*) AS n, sum(id) AS ids FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+SELECT * FROM jp_pushed('SELECT s.a, s.n, s.ids, d.id FROM (SELECT a, count(*) AS n, sum(id) AS ids FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 5');
 SELECT * FROM jp_pushed('SELECT s.a, s.n, d.id FROM (SELECT a, count(*) AS n FROM jp_big GROUP BY a HAVING count(*) > 2) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 5');
 SELECT * FROM jp_pushed('SELECT s.t, s.a, s.n, d.id FROM (SELECT t, a, count(*) AS n FROM jp_big GROUP BY t, a) s JOIN jp_bdim d ON s.t = d.t AND s.a = d.id WHERE d.w < 50');
 -- (whether the planner unique-ifies jp_big here varies between majors)
@@ -477,8 +479,61 @@ SELECT * FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a 
 SET work_mem = '64kB';
 SELECT same FROM jp_pushed('SELECT b.id, f.id FROM (jp_big b JOIN jp_bdim d ON b.a = d.id) JOIN jp_fact f ON f.id = b.id WHERE d.w < 50');
 RESET work_mem;
--- an aggregate finished in the leader: down to its Gather
-SELECT same FROM jp_pushed('SELECT s.a, s.n, d.id FROM (SELECT a, count(*) AS n FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+-- A hash join in the leader, above a Gather: its copy below the Gather
+-- probes the leader's filter, which the leader publishes to the workers in
+-- shared memory when the Gather starts or, if the Gather starts first, as
+-- soon as it is built.  Each query with the setting off and on: the same
+-- rows?  Published (EXPLAIN VERBOSE)?  Did the workers remove rows with it
+-- (EXPLAIN ANALYZE without the leader taking part)?
+CREATE FUNCTION jp_published(q text, OUT same boolean, OUT published boolean,
+							 OUT workers_removed boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+	after_published boolean := false;
+BEGIN
+	same := (jp_parallel(q)).same;
+	SELECT string_agg(p, E'\n') LIKE '%its filter published to the workers%'
+		INTO published FROM jp_explain_verbose(q) p;
+	workers_removed := false;
+	PERFORM set_config('parallel_leader_participation', 'off', true);
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ' || q LOOP
+		IF line ~ 'Filter Published: true' THEN
+			after_published := true;
+		ELSIF after_published AND line ~ 'Rows Removed by Prefilter' THEN
+			workers_removed := workers_removed OR
+				substring(line FROM ': (\d+)')::bigint > 0;
+			after_published := false;
+		END IF;
+	END LOOP;
+	PERFORM set_config('parallel_leader_participation', 'on', true);
+END $$;
+-- an IMMUTABLE but PARALLEL RESTRICTED function keeps a scan in the leader
+CREATE FUNCTION jp_restricted(i int) RETURNS int LANGUAGE plpgsql
+	IMMUTABLE PARALLEL RESTRICTED AS $$ BEGIN RETURN i; END $$;
+SET enable_parallel_hash = off;
+-- an aggregate finished in the leader: the Gather starts after the join
+-- has built its filter
+SELECT * FROM jp_published('SELECT s.a, s.n, d.id FROM (SELECT a, count(*) AS n FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+SET enable_hashagg = off;
+SELECT same, published FROM jp_published('SELECT s.a, s.n, d.id FROM (SELECT a, count(*) AS n FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+RESET enable_hashagg;
+-- the join's inner side only in the leader: the Gather starts first
+SELECT * FROM jp_published('SELECT b.id, d.id FROM jp_big b JOIN jp_bdim d ON b.a = d.id WHERE jp_restricted(d.w) < 50');
+-- the join rescanned in a subplan (its join filter takes the parameter):
+-- the hash table and the filter stay, the Gather starts its workers again
+SELECT * FROM jp_published('SELECT x, (SELECT count(*) FROM jp_big b JOIN jp_bdim d ON b.a = d.id AND b.id + d.id > x WHERE jp_restricted(d.w) < 50) FROM generate_series(0, 150000, 50000) x');
+-- more inner keys (150,000) than the room reserved from the planner's
+-- estimate (10 rows: room for 131,072 keys): not published, the workers
+-- pass their rows and the join's own prefilter filters them in the leader
+CREATE FUNCTION jp_keys(n int) RETURNS SETOF int LANGUAGE plpgsql
+	IMMUTABLE PARALLEL RESTRICTED ROWS 10 AS
+	$$ BEGIN RETURN QUERY SELECT i FROM generate_series(1, n) i WHERE i % 4 <> 0; END $$;
+SELECT * FROM jp_published('SELECT b.id, g.i FROM jp_big b JOIN jp_keys(200000) g(i) ON b.id = g.i');
+RESET enable_parallel_hash;
+DROP FUNCTION jp_published(text);
+DROP FUNCTION jp_restricted(int);
+DROP FUNCTION jp_keys(int);
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;

@@ -115,6 +115,7 @@ typedef struct PrefilterWalk
 	double		parallel_divisor;	/* in a partial plan under a Gather: rows
 									 * per participant to rows in all; else 1 */
 	Bitmapset  *gather_params;	/* rescan params of the Gathers above */
+	bool		under_gather;	/* in a Gather's subtree: in the workers */
 } PrefilterWalk;
 
 typedef void (*PlanSlotFn) (Plan **slot, void *arg);
@@ -539,13 +540,15 @@ grouped_by_keys(Plan *child, int numCols, const AttrNumber *cols,
  * join_input_filterable allows (not a merge join's inner input), Hash,
  * Sort, Incremental Sort, Material, a subquery scan, this file's own
  * pass-throughs, and an aggregate, Group or Unique whose groups share their
- * keys (grouped_by_keys; no grouping sets).  Never through a Gather (the
- * filter lives in one process), an Append, a Limit, a window function or
+ * keys (grouped_by_keys; no grouping sets).  Through a Gather or Gather
+ * Merge only where through_gather is given (the join runs in the leader,
+ * whose filter is then published to the workers: amq_join_exec.c), and
+ * says so there.  Never through an Append, a Limit, a window function or
  * anything else.  Returns the slot of the deepest node reached, attnos
  * changed to the columns of its output; all keys must go the same way.
  */
 static Plan **
-trace_keys(Plan **slot, AttrNumber *attnos, int nkeys)
+trace_keys(Plan **slot, AttrNumber *attnos, int nkeys, bool *through_gather)
 {
 	for (;;)
 	{
@@ -569,6 +572,11 @@ trace_keys(Plan **slot, AttrNumber *attnos, int nkeys)
 				break;
 			case T_Agg:
 				if (((Agg *) plan)->groupingSets != NIL)
+					return slot;
+				break;
+			case T_Gather:
+			case T_GatherMerge:
+				if (through_gather == NULL || *through_gather)
 					return slot;
 				break;
 			case T_CustomScan:
@@ -652,6 +660,8 @@ trace_keys(Plan **slot, AttrNumber *attnos, int nkeys)
 								  ((Unique *) plan)->uniqCollations, next, nkeys))
 			return slot;
 
+		if (IsA(plan, Gather) || IsA(plan, GatherMerge))
+			*through_gather = true;
 		if (IsA(plan, SubqueryScan))
 			slot = &((SubqueryScan *) plan)->subplan;
 		else
@@ -709,6 +719,7 @@ push_down(HashJoin *hj, Plan **outer_slot, List *ints, PrefilterWalk *w,
 	Plan	   *node;
 	ListCell   *lc;
 	int			nkeys = 0;
+	bool		published = false;
 
 	if (list_length(hj->hashkeys) > INDEX_MAX_KEYS)
 		return false;
@@ -723,7 +734,9 @@ push_down(HashJoin *hj, Plan **outer_slot, List *ints, PrefilterWalk *w,
 		attnos[nkeys++] = ((Var *) key)->varattno;
 	}
 
-	target = trace_keys(outer_slot, attnos, nkeys);
+	/* a join in the leader may publish its filter to the workers */
+	target = trace_keys(outer_slot, attnos, nkeys,
+						parallel || w->under_gather ? NULL : &published);
 	if (target == outer_slot)
 		return false;
 
@@ -741,11 +754,13 @@ push_down(HashJoin *hj, Plan **outer_slot, List *ints, PrefilterWalk *w,
 	}
 
 	ints = list_copy(ints);
-	lfirst_int(list_nth_cell(ints, AMQ_JOIN_INT_PUSHED)) = AMQ_PUSHED_COPY;
+	lfirst_int(list_nth_cell(ints, AMQ_JOIN_INT_PUSHED)) =
+		published ? AMQ_PUSHED_PUBLISHED : AMQ_PUSHED_COPY;
 	node = (Plan *) make_pass_through(&amq_prefilter_scan_methods, *target,
 									  keys, ints, hj->hashcollations,
 									  ++w->last_plan_node_id);
-	node->parallel_aware = parallel;
+	/* parallel-aware: shared memory, the join's or the published filter */
+	node->parallel_aware = parallel || published;
 	*target = node;
 	return true;
 }
@@ -904,8 +919,11 @@ add_prefilters(Plan **slot, void *arg)
 	PrefilterWalk *w = (PrefilterWalk *) arg;
 	double		saved = w->parallel_divisor;
 	Bitmapset  *saved_params = w->gather_params;
+	bool		saved_under = w->under_gather;
 
 	/* partial plans estimate the rows of one participant */
+	if (IsA(*slot, Gather) || IsA(*slot, GatherMerge))
+		w->under_gather = true;
 	if (IsA(*slot, Gather))
 	{
 		w->parallel_divisor = parallel_divisor(((Gather *) *slot)->num_workers);
@@ -940,6 +958,7 @@ add_prefilters(Plan **slot, void *arg)
 		walk_children(*slot, add_prefilters, arg);
 	w->parallel_divisor = saved;
 	w->gather_params = saved_params;
+	w->under_gather = saved_under;
 
 	if (IsA(*slot, HashJoin))
 		add_prefilter((HashJoin *) *slot, w);
@@ -951,7 +970,7 @@ amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 				 ParamListInfo boundParams AMQ_PLANNER_ES_PARAM)
 {
 	PlannedStmt *stmt;
-	PrefilterWalk w = {NULL, 0, -1, 1.0, NULL};
+	PrefilterWalk w = {NULL, 0, -1, 1.0, NULL, false};
 	ListCell   *lc;
 
 	if (prev_planner_hook)

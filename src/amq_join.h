@@ -53,7 +53,9 @@ typedef enum AmqPrefilterPushed
 {
 	AMQ_PUSHED_NONE,			/* the join's own, no copy below */
 	AMQ_PUSHED_COPY,			/* the copy at a node further down */
-	AMQ_PUSHED_HAS_COPY			/* the join's own, with a copy below */
+	AMQ_PUSHED_HAS_COPY,		/* the join's own, with a copy below */
+	AMQ_PUSHED_PUBLISHED		/* a copy below a Gather, of a join above
+								 * it: the leader's filter, in shared memory */
 } AmqPrefilterPushed;
 
 /*

@@ -108,6 +108,9 @@ typedef struct AmqJoinFilter
 	bool		abandoned;		/* more inner rows than limit */
 	AmqFilter	filter;			/* blocked, seed 0 */
 	uint64		builds;
+
+	/* where to publish it once built, for a copy below a Gather */
+	struct AmqPublishedFilter *publish_to;
 } AmqJoinFilter;
 
 static AmqJoinFilter *registry = NULL;
@@ -130,6 +133,28 @@ typedef struct AmqSharedFilter
 
 #define AMQ_SHARED_PAYLOAD_OFFSET	TYPEALIGN(64, sizeof(AmqSharedFilter))
 #define AMQ_SHARED_PAYLOAD(sf)		((uint8 *) (sf) + AMQ_SHARED_PAYLOAD_OFFSET)
+
+/*
+ * The filter of a hash join in the leader, published to the workers under a
+ * Gather below it for a pushed-down copy (AMQ_PUSHED_PUBLISHED): room for a
+ * filter sized as a Parallel Hash join's shared one, into which the leader
+ * copies its own once complete, when the Gather starts its workers or, if
+ * that comes first, when its collector builds it; then it sets ready.  A
+ * filter larger than the room is not published: the workers pass their
+ * rows, and the join's own prefilter filters them in the leader.  The
+ * payload follows the header.
+ */
+typedef struct AmqPublishedFilter
+{
+	pg_atomic_uint32 ready;		/* the fields below are set */
+	uint64		room;			/* bytes of payload there is room for */
+	uint64		nblocks;
+	uint64		nkeys;
+	uint64		payload_len;
+} AmqPublishedFilter;
+
+#define AMQ_PUBLISHED_PAYLOAD_OFFSET	TYPEALIGN(64, sizeof(AmqPublishedFilter))
+#define AMQ_PUBLISHED_PAYLOAD(pf)		((uint8 *) (pf) + AMQ_PUBLISHED_PAYLOAD_OFFSET)
 
 /* How a node hashes the join keys of its child's tuples. */
 typedef struct AmqJoinKeys
@@ -185,6 +210,17 @@ typedef struct PrefilterState
 	uint64		total_inner_rows;
 	uint64		capacity;
 	uint64		payload_len;
+
+	/*
+	 * A copy below a Gather of a join in the leader (AMQ_PUSHED_PUBLISHED):
+	 * in a worker, the leader's filter as published in shared memory, if it
+	 * was; in the leader, whether it was published, for EXPLAIN ANALYZE.
+	 */
+	AmqPublishedFilter *pf;		/* worker: what the leader publishes */
+	bool		published;		/* worker: published_view is set */
+	AmqFilter	published_view;
+	AmqPublishedFilter *publish_area;	/* leader: where it publishes */
+	bool		publishing;		/* leader: it did, for EXPLAIN ANALYZE */
 } PrefilterState;
 
 /* Reset callback of the query's context: drop a filter from the registry. */
@@ -275,6 +311,25 @@ filter_collect(AmqJoinFilter *f, uint64 hash)
 	f->hashes[f->nhashes++] = hash;
 }
 
+/*
+ * Copy the leader's complete filter f into pf for the workers, if there is
+ * room and it is not there yet (a rescan of a stable inner side builds the
+ * same filter), then say it is ready: the write barrier orders the bytes
+ * before the flag, which the workers read before the bytes.
+ */
+static void
+filter_publish(AmqJoinFilter *f, AmqPublishedFilter *pf)
+{
+	if (pg_atomic_read_u32(&pf->ready) || f->filter.payload_len > pf->room)
+		return;
+	pf->nblocks = f->filter.param[0];
+	pf->nkeys = f->filter.nkeys;
+	pf->payload_len = f->filter.payload_len;
+	memcpy(AMQ_PUBLISHED_PAYLOAD(pf), f->filter.payload, f->filter.payload_len);
+	pg_write_barrier();
+	pg_atomic_write_u32(&pf->ready, 1);
+}
+
 /* Build the filter from the buffered hashes once the inner side is read. */
 static void
 filter_build(AmqJoinFilter *f)
@@ -312,6 +367,8 @@ filter_build(AmqJoinFilter *f)
 	f->ready = true;
 	f->builds++;
 	MemoryContextSwitchTo(old);
+	if (f->publish_to)
+		filter_publish(f, f->publish_to);
 }
 
 /* Probe the join filter (blocked, unseeded) for one hash. */
@@ -803,6 +860,28 @@ prefilter_parallel_ready(PrefilterState *ps)
 	return true;
 }
 
+/*
+ * In a worker, for a copy of a join in the leader: has the leader published
+ * its filter?  The read barrier orders our reads of it after the flag.
+ */
+static bool
+prefilter_published_ready(PrefilterState *ps)
+{
+	AmqPublishedFilter *pf = ps->pf;
+
+	if (!pg_atomic_read_u32(&pf->ready))
+		return false;
+	pg_read_barrier();
+	memset(&ps->published_view, 0, sizeof(ps->published_view));
+	ps->published_view.kind = AMQ_KIND_BLOCKED;
+	ps->published_view.param[0] = pf->nblocks;
+	ps->published_view.nkeys = pf->nkeys;
+	ps->published_view.payload_len = pf->payload_len;
+	ps->published_view.payload = AMQ_PUBLISHED_PAYLOAD(pf);
+	ps->published = true;
+	return true;
+}
+
 /* ExecCustomScan of the pre-filter: pass up the outer rows that may match. */
 static TupleTableSlot *
 prefilter_exec(CustomScanState *node)
@@ -832,6 +911,12 @@ prefilter_exec(CustomScanState *node)
 			if (!ps->parallel_ready && !prefilter_parallel_ready(ps))
 				return slot;
 			filter = &ps->view;
+		}
+		else if (ps->pf)
+		{
+			if (!ps->published && !prefilter_published_ready(ps))
+				return slot;
+			filter = &ps->published_view;
 		}
 		else
 		{
@@ -865,10 +950,27 @@ prefilter_exec(CustomScanState *node)
 	}
 }
 
+/*
+ * In the leader, for a copy below a Gather: the Gather is about to leave its
+ * shared memory (it shuts down or ends, after this node): note whether the
+ * filter was published, and publish nothing more there.
+ */
+static void
+prefilter_unpublish(PrefilterState *ps)
+{
+	if (ps->publish_area == NULL)
+		return;
+	ps->publishing = pg_atomic_read_u32(&ps->publish_area->ready) != 0;
+	if (ps->shared->publish_to == ps->publish_area)
+		ps->shared->publish_to = NULL;
+	ps->publish_area = NULL;
+}
+
 /* EndCustomScan of the pre-filter. */
 static void
 prefilter_end(CustomScanState *node)
 {
+	prefilter_unpublish((PrefilterState *) node);
 	ExecEndNode(outerPlanState(node));
 }
 
@@ -892,14 +994,45 @@ prefilter_rescan(CustomScanState *node)
 	pass_through_rescan(node);
 }
 
+/* Is node a copy below a Gather, of a join in the leader? */
+static bool
+prefilter_publishes(CustomScanState *node)
+{
+	return private_int(node, AMQ_JOIN_INT_PUSHED) == AMQ_PUSHED_PUBLISHED;
+}
+
 /*
- * EstimateDSMCustomScan of the pre-filter: nothing of its own (it takes the
- * callbacks to find the collector's filter in the toc).
+ * The room for the filter a copy below a Gather publishes: the size of the
+ * leader's filter if it is complete (the Gather usually starts after the
+ * join has read its inner side), else that of a Parallel Hash join's shared
+ * filter for the planner's estimate of the inner rows (shared_filter_plan,
+ * with its limits).
+ */
+static Size
+publish_room(PrefilterState *ps)
+{
+	AmqJoinFilter *f = ps->shared;
+	AmqFilter	plan;
+
+	if (f->ready && !f->abandoned)
+		return f->filter.payload_len <= AmqShmFreeBytes() / 4 ?
+			f->filter.payload_len : 0;
+	shared_filter_plan(&plan, private_int(&ps->css, AMQ_JOIN_INT_INNER_ROWS));
+	return plan.payload_len;
+}
+
+/*
+ * EstimateDSMCustomScan of the pre-filter: under Parallel Hash nothing of
+ * its own (it takes the callbacks to find the collector's filter in the
+ * toc); for a copy below a Gather of a join in the leader, the published
+ * filter (AmqPublishedFilter).
  */
 static Size
 prefilter_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
-	return 0;
+	if (!prefilter_publishes(node))
+		return 0;
+	return AMQ_PUBLISHED_PAYLOAD_OFFSET + publish_room((PrefilterState *) node);
 }
 
 /* InitializeDSMCustomScan of the pre-filter (leader). */
@@ -909,6 +1042,25 @@ prefilter_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 {
 	PrefilterState *ps = (PrefilterState *) node;
 
+	if (prefilter_publishes(node))
+	{
+		AmqPublishedFilter *pf = coordinate;
+		AmqJoinFilter *f = ps->shared;
+
+		/*
+		 * The leader itself probes its own filter, in the registry; the
+		 * room was reckoned just before, in the same state of f.
+		 */
+		pg_atomic_init_u32(&pf->ready, 0);
+		pf->room = publish_room(ps);
+		pf->nblocks = pf->nkeys = pf->payload_len = 0;
+		ps->publish_area = pf;
+		if (f->ready && !f->abandoned)
+			filter_publish(f, pf);
+		else
+			f->publish_to = pf;
+		return;
+	}
 	ps->toc = pcxt->toc;
 
 	/*
@@ -921,13 +1073,22 @@ prefilter_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 	ps->collected = false;
 }
 
-/* InitializeWorkerCustomScan of the pre-filter. */
+/*
+ * InitializeWorkerCustomScan of the pre-filter: under Parallel Hash, the toc
+ * to find the shared filter in; for a copy of a join in the leader, the
+ * filter the leader published, if it did (else rows pass).
+ */
 static void
 prefilter_initialize_worker(CustomScanState *node, shm_toc *toc,
 							void *coordinate)
 {
 	PrefilterState *ps = (PrefilterState *) node;
 
+	if (prefilter_publishes(node))
+	{
+		ps->pf = coordinate;
+		return;
+	}
 	ps->toc = toc;
 }
 
@@ -942,6 +1103,8 @@ static void
 prefilter_shutdown(CustomScanState *node)
 {
 	PrefilterState *ps = (PrefilterState *) node;
+
+	prefilter_unpublish(ps);
 
 	/*
 	 * Called again after the Gather detached from the segment (a Limit shut
@@ -977,7 +1140,8 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		AmqPrefilterPushed pushed = private_int(node, AMQ_JOIN_INT_PUSHED);
 		double		remove = private_int(node, AMQ_JOIN_INT_REMOVE) / 10.0;
-		const char *of = pushed == AMQ_PUSHED_COPY ? "its" :
+		const char *of = pushed == AMQ_PUSHED_COPY ||
+			pushed == AMQ_PUSHED_PUBLISHED ? "its" :
 			psprintf("%.0f", node->ss.ps.plan->plan_rows);
 		char	   *why;
 
@@ -990,6 +1154,9 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		if (pushed == AMQ_PUSHED_COPY)
 			ExplainPropertyText("Prefilter",
 								psprintf("pushed down from a hash join above, %s", why), es);
+		else if (pushed == AMQ_PUSHED_PUBLISHED)
+			ExplainPropertyText("Prefilter",
+								psprintf("pushed down from a hash join above the Gather, its filter published to the workers, %s", why), es);
 		else
 			ExplainPropertyText("Prefilter",
 								psprintf("placed, %s%s", why,
@@ -1021,6 +1188,8 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyUInteger("Filter Size", "kB",
 								(f->filter.payload_len + 1023) / 1024, es);
 		ExplainPropertyFloat("Filter FPR", NULL, f->filter.fpr, 4, es);
+		if (prefilter_publishes(node))
+			ExplainPropertyBool("Filter Published", ps->publishing, es);
 	}
 	else if (f->abandoned)
 		ExplainPropertyText("Filter", "not built: too many inner rows", es);
@@ -1036,6 +1205,7 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 static Node *skipped_create(CustomScan *cscan);
 static void skipped_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *skipped_exec(CustomScanState *node);
+static void skipped_end(CustomScanState *node);
 static void skipped_explain(CustomScanState *node, List *ancestors,
 							ExplainState *es);
 
@@ -1048,7 +1218,7 @@ static const CustomExecMethods skipped_exec_methods = {
 	.CustomName = "AmqPrefilterSkipped",
 	.BeginCustomScan = skipped_begin,
 	.ExecCustomScan = skipped_exec,
-	.EndCustomScan = prefilter_end,
+	.EndCustomScan = skipped_end,
 	.ReScanCustomScan = pass_through_rescan,
 	.ExplainCustomScan = skipped_explain,
 };
@@ -1087,6 +1257,13 @@ static TupleTableSlot *
 skipped_exec(CustomScanState *node)
 {
 	return ExecProcNode(outerPlanState(node));
+}
+
+/* EndCustomScan of a skipped pre-filter. */
+static void
+skipped_end(CustomScanState *node)
+{
+	ExecEndNode(outerPlanState(node));
 }
 
 /*
