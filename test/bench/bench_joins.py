@@ -31,8 +31,9 @@ chroot of another major.  JIT off in every part.
    keys, half present): `id IN (SELECT id FROM t_small)`, off and on
    alternating, parallel plans on and off, work_mem 256MB as in `make bench`.
 3. --star: the star schema of earlier versions of this script (fact 10^7 rows
-   against three dimensions), off, on and written by hand with amq_agg,
-   serial plans.
+   against three dimensions, and a subquery that aggregates the fact table
+   joined to a filtered dimension), off, on and written by hand with
+   amq_agg, for each --parallel setting.
 
 --explain qNN prints the query's plan with the pre-filter on (EXPLAIN
 (ANALYZE, VERBOSE), or only VERBOSE with --explain-mode verbose) for each
@@ -322,10 +323,8 @@ def star_bench():
     """A star schema: fact (N rows) with keys into dim_customer (10^6 rows),
     dim_product (10^5) and dim_date (3,650); keys spread by a multiplicative
     hash so that the fact table is not clustered on any of them.  Each query
-    off, on, and written by hand; serial plans."""
+    off, on, and written by hand, for each --parallel setting."""
     NF = args.fact
-    RUNS = args.runs
-    run(conn, "SET max_parallel_workers_per_gather = 0")
     if table_rows("fact") != NF:
         run(conn, "DROP TABLE IF EXISTS fact, dim_customer, dim_product, dim_date")
         run(conn, """CREATE TABLE dim_customer AS
@@ -348,8 +347,17 @@ def star_bench():
         for t in ("fact", "dim_customer", "dim_product", "dim_date"):
             run(conn, f"VACUUM ANALYZE {t}")
 
+    for par in pars:
+        star_queries(par)
+
+
+def star_queries(par):
+    """The star schema's queries, with parallel plans on or off."""
+    NF = args.fact
+    RUNS = args.runs
+    run(conn, f"SET max_parallel_workers_per_gather = {PAR[par]}")
     print(f"\n# star schema: fact={NF} runs={RUNS}; work_mem {setting('work_mem')}, "
-          "serial plans")
+          f"parallel plans {par}")
     # (name, work_mem, automatic form, hand-written form)
     QUERIES = [
         ("star: 1% of products", None,
@@ -373,6 +381,15 @@ def star_bench():
          "SELECT count(*), sum(f.amount) FROM fact f JOIN dim_customer c ON f.c_id = c.c_id "
          "WHERE c.segment < 10 "
          "AND f.c_id <@ (SELECT amq_agg(c_id) FROM dim_customer WHERE segment < 10)"),
+        ("star: spend of 2% of customers (grouped subquery)", None,
+         "SELECT count(*), sum(s.total) FROM "
+         "(SELECT c_id, sum(amount) AS total FROM fact GROUP BY c_id) s "
+         "JOIN dim_customer c ON s.c_id = c.c_id WHERE c.region = 'region_3'",
+         "SELECT count(*), sum(s.total) FROM "
+         "(SELECT c_id, sum(amount) AS total FROM fact "
+         "WHERE c_id <@ (SELECT amq_agg(c_id) FROM dim_customer WHERE region = 'region_3') "
+         "GROUP BY c_id) s "
+         "JOIN dim_customer c ON s.c_id = c.c_id WHERE c.region = 'region_3'"),
         ("star: one year of dates (10% join)", None,
          "SELECT count(*), sum(f.amount) FROM fact f JOIN dim_date d ON f.d_id = d.d_id "
          "WHERE d.year = 2018",
