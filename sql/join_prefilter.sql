@@ -554,7 +554,7 @@ DROP FUNCTION jp_removed(text);
 -- How many get one is the planner's choice, which varies between majors:
 -- the test asserts that many do, in each kind of plan.
 CREATE FUNCTION jp_differential(nqueries int)
-RETURNS TABLE (queries int, mismatches int, prefiltered int, parallel_prefiltered int, small_work_mem_prefiltered int, pushed int, agg_pushed int)
+RETURNS TABLE (queries int, mismatches int, prefiltered int, parallel_prefiltered int, small_work_mem_prefiltered int, pushed int, agg_pushed int, published int)
 LANGUAGE plpgsql AS $$
 DECLARE
 	conds text[] := ARRAY[
@@ -583,7 +583,7 @@ DECLARE
 	par boolean;
 	i int;
 BEGIN
-	queries := 0; mismatches := 0; prefiltered := 0; parallel_prefiltered := 0; small_work_mem_prefiltered := 0; pushed := 0; agg_pushed := 0;
+	queries := 0; mismatches := 0; prefiltered := 0; parallel_prefiltered := 0; small_work_mem_prefiltered := 0; pushed := 0; agg_pushed := 0; published := 0;
 	PERFORM setseed(0.42);
 	FOR i IN 1 .. nqueries LOOP
 		cond := conds[1 + floor(random() * array_length(conds, 1))::int];
@@ -648,6 +648,9 @@ BEGIN
 				IF jt = 'agg' THEN
 					agg_pushed := agg_pushed + 1;
 				END IF;
+				IF plan LIKE '%published to the workers%' THEN
+					published := published + 1;
+				END IF;
 			END IF;
 		END IF;
 	END LOOP;
@@ -672,7 +675,8 @@ SELECT greatest(40, round(400 * coalesce(nullif(current_setting('bloomamq_test.s
 SELECT queries = :nqueries AS all_compared, mismatches, prefiltered >= queries / 4 AS many_prefiltered,
 	parallel_prefiltered > 0 AS some_parallel_prefiltered,
 	small_work_mem_prefiltered > 0 AS some_small_work_mem_prefiltered,
-	pushed > 0 AS some_pushed_down, agg_pushed > 0 AS some_pushed_below_an_aggregate
+	pushed > 0 AS some_pushed_down, agg_pushed > 0 AS some_pushed_below_an_aggregate,
+	published > 0 AS some_published_to_workers
 FROM jp_differential(:nqueries);
 
 DROP FUNCTION jp_differential(int);
