@@ -541,6 +541,43 @@ SET max_parallel_workers_per_gather = 0;
 RESET join_collapse_limit;
 RESET from_collapse_limit;
 
+-- The larger side inside: a semi or anti join of a few rows against a big
+-- subquery, which the planner runs by hashing the big side (before 16 and
+-- 18, whose right anti and right semi joins hash the few rows instead).
+-- The outer side is read first, and its keys filter the inner rows before
+-- they are hashed (AmqOuterCollect, and an AmqPrefilter under the Hash).
+-- Each query off and on: the same rows?  Did a pre-filter remove rows
+-- (every jp_bdim row here has a match, so only one that filters jp_big
+-- can)?  Was the outer side collected first (asked where it must not be)?
+CREATE FUNCTION jp_inner(q text, OUT same boolean, OUT filtered boolean,
+						 OUT collected boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+	same := (jp_parallel(q)).same;
+	filtered := jp_removed(q) > 0;
+	SELECT string_agg(p, E'\n') LIKE '%AmqOuterCollect%' INTO collected
+		FROM jp_explain(q) p;
+END $$;
+SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big)');
+SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND NOT EXISTS (SELECT 1 FROM jp_big b WHERE b.id = d.id)');
+SELECT same, filtered FROM jp_inner('SELECT d.id, b.id FROM jp_bdim d JOIN jp_big b ON b.id = d.id WHERE d.w < 2 AND d.id > 0');
+SELECT same, filtered FROM jp_inner('SELECT d.id, b.id FROM jp_bdim d LEFT JOIN jp_big b ON b.id = d.id WHERE d.w < 2 AND d.id > 0');
+-- grouped inner rows: the filter goes below the aggregate
+SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big GROUP BY id HAVING count(*) > 0)');
+-- no outer row, many batches
+SELECT same FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 0 AND d.id IN (SELECT id FROM jp_big)');
+SET work_mem = '64kB';
+SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big)');
+RESET work_mem;
+-- rescans: the inner side depends on a parameter and is read again, the
+-- outer rows are replayed
+SELECT same, filtered FROM jp_inner('SELECT x, (SELECT count(*) FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big WHERE id > x)) FROM generate_series(0, 20000, 10000) x');
+-- not where the outer side depends on a parameter, or may read other rows
+-- when read again
+SELECT same, collected FROM jp_inner('SELECT x, (SELECT count(*) FROM jp_bdim d WHERE d.w < 2 AND d.id > x AND d.id IN (SELECT id FROM jp_big)) FROM generate_series(0, 20000, 10000) x');
+SELECT same, collected FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND random() >= 0 AND d.id IN (SELECT id FROM jp_big)');
+DROP FUNCTION jp_inner(text);
+
 DROP FUNCTION jp_pushed(text);
 DROP FUNCTION jp_explain_verbose(text);
 DROP FUNCTION jp_parallel(text);

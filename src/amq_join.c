@@ -775,6 +775,145 @@ inner_side_stable(Hash *hash)
 	return !unstable;
 }
 
+/* Walker: is there a Gather or Gather Merge below? */
+static void
+find_gather(Plan **slot, void *arg)
+{
+	bool	   *found = (bool *) arg;
+
+	if (*found)
+		return;
+	if (IsA(*slot, Gather) || IsA(*slot, GatherMerge))
+	{
+		*found = true;
+		return;
+	}
+	walk_children(*slot, find_gather, arg);
+}
+
+/*
+ * The other direction, for a hash join whose inner side is much the larger
+ * (a semi join written `small.k IN (SELECT k FROM big)`, which PostgreSQL
+ * before 18 can only run by hashing big; an estimate that put the larger
+ * side inside): an AmqOuterCollect above the outer side reads it first and
+ * builds a filter of its keys, and an AmqPrefilter on the inner side (down
+ * through what trace_keys allows) drops the inner rows that no outer row
+ * can meet, before they are hashed.  Correct where an inner row that meets
+ * no outer row adds nothing to the result: inner, semi, anti and left
+ * joins.  Only where the outer side depends on no parameter and reads the
+ * same rows each time (its stored rows are replayed on a rescan, and the
+ * hash table, which the join may keep, was built with their filter), holds
+ * no Gather (its workers would start from inside the inner side), and the
+ * join runs in one process, not under a Gather.  Placed where at most a
+ * quarter as many outer rows as inner rows are expected, at least
+ * min_rows inner rows, and, by the statistics of both keys, a share of the
+ * inner rows of at least min_remove meets no outer key (distinct outer
+ * over distinct inner keys, the planner's own containment assumption).
+ * Returns whether it did; then the join gets no outer pre-filter.
+ */
+static bool
+add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
+{
+	Plan	   *outer = outerPlan(hj);
+	Plan	   *inner = outerPlan(hash);
+	double		outer_distinct;
+	double		inner_distinct;
+	double		remove;
+	bool		found = false;
+	AttrNumber	attnos[INDEX_MAX_KEYS];
+	int			nkeys = 0;
+	Plan	  **target;
+	List	   *keys = NIL;
+	List	   *ints;
+	ListCell   *lc;
+	int			id;
+
+	switch (hj->join.jointype)
+	{
+		case JOIN_INNER:
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+		case JOIN_LEFT:
+			break;
+		default:
+			return false;
+	}
+	if (hj->join.plan.parallel_aware || w->under_gather ||
+		!bms_is_empty(outer->allParam) ||
+		list_length(hash->hashkeys) > INDEX_MAX_KEYS)
+		return false;
+	if (inner->plan_rows < amq_join_prefilter_min_rows ||
+		outer->plan_rows * 4 > inner->plan_rows)
+		return false;
+	outer_distinct = key_distinct(w, outer, hj->hashkeys, 1.0);
+	inner_distinct = key_distinct(w, inner, hash->hashkeys, 1.0);
+	if (outer_distinct < 0 || inner_distinct < 1)
+		return false;
+	remove = 1.0 - Min(outer_distinct / inner_distinct, 1.0);
+	if (remove < Max(amq_join_prefilter_min_remove, 0.0) || remove <= 0)
+		return false;
+	find_unstable(&outerPlan(hj), &found);
+	if (found)
+		return false;
+	find_gather(&outerPlan(hj), &found);
+	if (found)
+		return false;
+
+	/* the inner keys, as columns of the Hash's child, followed down */
+	foreach(lc, hash->hashkeys)
+	{
+		Node	   *key = lfirst(lc);
+
+		while (IsA(key, RelabelType))
+			key = (Node *) ((RelabelType *) key)->arg;
+		if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR)
+			return false;
+		attnos[nkeys++] = ((Var *) key)->varattno;
+	}
+	target = trace_keys(&outerPlan(hash), attnos, nkeys, NULL);
+	nkeys = 0;
+	foreach(lc, hash->hashkeys)
+	{
+		Node	   *key = copyObject(lfirst(lc));
+		Node	   *var = key;
+
+		while (IsA(var, RelabelType))
+			var = (Node *) ((RelabelType *) var)->arg;
+		((Var *) var)->varattno = attnos[nkeys++];
+		keys = lappend(keys, key);
+	}
+
+	id = ++w->last_filter_id;
+	ints = list_make4_int(id, false, AMQ_PREFILTER_PLACED,
+						  (int) rint(remove * 1000));
+	ints = lappend_int(ints, false);
+	ints = lappend_int(ints, hj->join.plan.plan_node_id);
+	ints = lappend_int(ints, ++w->last_plan_node_id);	/* the collector */
+	ints = lappend_int(ints, (int) Min(outer->plan_rows, (double) INT_MAX));
+	ints = lappend_int(ints, AMQ_PUSHED_INNER);
+	ints = lappend_int(ints, (int) Min(inner->plan_rows, (double) INT_MAX));
+
+	outerPlan(hj) = (Plan *)
+		make_pass_through(&amq_outer_collect_scan_methods, outer,
+						  hj->hashkeys, ints, hj->hashcollations,
+						  w->last_plan_node_id);
+	/* it reads every outer row before returning the first */
+	outerPlan(hj)->startup_cost = outer->total_cost;
+	*target = (Plan *)
+		make_pass_through(&amq_prefilter_scan_methods, *target, keys,
+						  list_copy(ints), hj->hashcollations,
+						  ++w->last_plan_node_id);
+
+	/*
+	 * Right under the Hash: the hash table is sized (buckets, batches) from
+	 * its child's estimate, now the rows expected to pass.  It grows if
+	 * more come, as for any estimate.
+	 */
+	if (target == &outerPlan(hash))
+		(*target)->plan_rows = Max(inner->plan_rows * (1.0 - remove), 1.0);
+	return true;
+}
+
 /* Put the collector over hj's inner child, the pre-filter over its outer. */
 static void
 add_prefilter(HashJoin *hj, PrefilterWalk *w)
@@ -791,6 +930,10 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 
 	if (hash == NULL || !IsA(hash, Hash) || outer == NULL ||
 		outerPlan(hash) == NULL)
+		return;
+
+	/* the larger side inside: its rows filtered by the outer keys */
+	if (keys_supported(hj, hash) && add_inner_prefilter(hj, hash, w))
 		return;
 
 	/* only where an outer row that matches no inner row is not emitted */

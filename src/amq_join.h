@@ -54,8 +54,10 @@ typedef enum AmqPrefilterPushed
 	AMQ_PUSHED_NONE,			/* the join's own, no copy below */
 	AMQ_PUSHED_COPY,			/* the copy at a node further down */
 	AMQ_PUSHED_HAS_COPY,		/* the join's own, with a copy below */
-	AMQ_PUSHED_PUBLISHED		/* a copy below a Gather, of a join above
+	AMQ_PUSHED_PUBLISHED,		/* a copy below a Gather, of a join above
 								 * it: the leader's filter, in shared memory */
+	AMQ_PUSHED_INNER			/* on the inner side, a filter of the outer
+								 * keys (AmqOuterCollect) */
 } AmqPrefilterPushed;
 
 /*
@@ -74,6 +76,7 @@ typedef enum AmqPrefilterDecision
 extern const CustomScanMethods amq_prefilter_scan_methods;
 extern const CustomScanMethods amq_collector_scan_methods;
 extern const CustomScanMethods amq_skipped_scan_methods;
+extern const CustomScanMethods amq_outer_collect_scan_methods;
 
 /* settings (amq_join.c), for EXPLAIN */
 extern int	amq_join_prefilter_min_rows;

@@ -70,6 +70,7 @@
 #include "nodes/nodeFuncs.h"
 #include "utils/memutils.h"
 #include "utils/ruleutils.h"
+#include "utils/tuplestore.h"
 
 #include "amq_join.h"
 #include "amqfilter.h"
@@ -111,6 +112,13 @@ typedef struct AmqJoinFilter
 
 	/* where to publish it once built, for a copy below a Gather */
 	struct AmqPublishedFilter *publish_to;
+
+	/*
+	 * A filter of the outer keys for the inner side (AmqOuterCollect): what
+	 * builds it now, when the inner side needs it first.
+	 */
+	void		(*build_now) (void *arg);
+	void	   *build_now_arg;
 } AmqJoinFilter;
 
 static AmqJoinFilter *registry = NULL;
@@ -920,6 +928,9 @@ prefilter_exec(CustomScanState *node)
 		}
 		else
 		{
+			/* on the inner side: the outer side is read first */
+			if (!shared->ready && shared->build_now)
+				shared->build_now(shared->build_now_arg);
 			if (!shared->ready)
 				return slot;
 			filter = &shared->filter;
@@ -1145,15 +1156,20 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			psprintf("%.0f", node->ss.ps.plan->plan_rows);
 		char	   *why;
 
+		const char *side = pushed == AMQ_PUSHED_INNER ? "inner" : "outer";
+
 		/* a negative share: no statistics gave an estimate */
 		if (remove < 0)
-			why = psprintf("no statistics estimate how many of %s outer rows match", of);
+			why = psprintf("no statistics estimate how many of %s %s rows match", of, side);
 		else
-			why = psprintf("expected to remove %.1f%% of %s outer rows", remove, of);
+			why = psprintf("expected to remove %.1f%% of %s %s rows", remove, of, side);
 
 		if (pushed == AMQ_PUSHED_COPY)
 			ExplainPropertyText("Prefilter",
 								psprintf("pushed down from a hash join above, %s", why), es);
+		else if (pushed == AMQ_PUSHED_INNER)
+			ExplainPropertyText("Prefilter",
+								psprintf("on the inner side, with the outer side's keys, %s", why), es);
 		else if (pushed == AMQ_PUSHED_PUBLISHED)
 			ExplainPropertyText("Prefilter",
 								psprintf("pushed down from a hash join above the Gather, its filter published to the workers, %s", why), es);
@@ -1198,6 +1214,167 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 							"built by parallel workers" : "not built", es);
 	ExplainPropertyUInteger("Rows Removed by Prefilter", NULL, removed, es);
 	ExplainPropertyBool("Prefilter Disabled", paused, es);
+}
+
+/* ---- AmqOuterCollect ---- */
+
+/*
+ * Above the outer side of a hash join whose inner side is much the larger:
+ * reads the whole outer side first, into a tuplestore, hashing its keys
+ * into a filter with which an AmqPrefilter on the inner side drops the
+ * inner rows that no outer row can meet, before they are hashed (or
+ * aggregated below the Hash); then returns the stored rows.  The inner
+ * prefilter makes it read the outer side if the hash join reads its inner
+ * side first (build_now).  The planner places it only where the outer
+ * side depends on no parameter and reads the same rows each time
+ * (amq_join.c): a rescan replays the stored rows, and the filter, like the
+ * hash table built with it, stays right.
+ */
+typedef struct OuterCollectState
+{
+	CustomScanState css;
+	AmqJoinFilter *shared;
+	AmqJoinKeys keys;
+	Tuplestorestate *store;
+	TupleTableSlot *stored;		/* the stored rows, read back */
+	bool		collected;
+	uint64		rows;
+} OuterCollectState;
+
+static Node *outer_collect_create(CustomScan *cscan);
+static void outer_collect_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *outer_collect_exec(CustomScanState *node);
+static void outer_collect_end(CustomScanState *node);
+static void outer_collect_rescan(CustomScanState *node);
+static void outer_collect_explain(CustomScanState *node, List *ancestors,
+								  ExplainState *es);
+
+const CustomScanMethods amq_outer_collect_scan_methods = {
+	.CustomName = "AmqOuterCollect",
+	.CreateCustomScanState = outer_collect_create,
+};
+
+static const CustomExecMethods outer_collect_exec_methods = {
+	.CustomName = "AmqOuterCollect",
+	.BeginCustomScan = outer_collect_begin,
+	.ExecCustomScan = outer_collect_exec,
+	.EndCustomScan = outer_collect_end,
+	.ReScanCustomScan = outer_collect_rescan,
+	.ExplainCustomScan = outer_collect_explain,
+};
+
+/* CreateCustomScanState of the outer collector. */
+static Node *
+outer_collect_create(CustomScan *cscan)
+{
+	OuterCollectState *oc = palloc0(sizeof(OuterCollectState));
+
+	NodeSetTag(oc, T_CustomScanState);
+	oc->css.methods = &outer_collect_exec_methods;
+	return (Node *) oc;
+}
+
+/* Read the whole outer side into the store and build the filter. */
+static void
+outer_collect_all(void *arg)
+{
+	OuterCollectState *oc = (OuterCollectState *) arg;
+	EState	   *estate = oc->css.ss.ps.state;
+	PlanState  *child = outerPlanState(&oc->css);
+	MemoryContext old;
+
+	if (oc->collected)
+		return;
+	old = MemoryContextSwitchTo(estate->es_query_cxt);
+	oc->store = tuplestore_begin_heap(false, false, work_mem);
+	tuplestore_set_eflags(oc->store, EXEC_FLAG_REWIND);
+	MemoryContextSwitchTo(old);
+	for (;;)
+	{
+		TupleTableSlot *slot = ExecProcNode(child);
+		uint64		hash;
+
+		if (TupIsNull(slot))
+			break;
+		tuplestore_puttupleslot(oc->store, slot);
+		oc->rows++;
+		if (!oc->shared->abandoned && keys_hash(&oc->keys, slot, &hash))
+			filter_collect(oc->shared, hash);
+	}
+	filter_build(oc->shared);
+	oc->collected = true;
+}
+
+/*
+ * BeginCustomScan of the outer collector: it returns minimal tuples from
+ * its store; the filter's entry learns how to have the outer side read.
+ */
+static void
+outer_collect_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	OuterCollectState *oc = (OuterCollectState *) node;
+
+	pass_through_begin(node, estate, eflags);
+	node->ss.ps.resultops = &TTSOpsMinimalTuple;
+	node->ss.ps.resultopsfixed = true;
+	oc->stored = ExecInitExtraTupleSlot(estate,
+										ExecGetResultType(outerPlanState(node)),
+										&TTSOpsMinimalTuple);
+	oc->shared = registry_get(estate, private_int(node, AMQ_JOIN_INT_ID));
+	oc->shared->build_now = outer_collect_all;
+	oc->shared->build_now_arg = oc;
+	keys_init(&oc->keys, node, estate);
+}
+
+/* ExecCustomScan of the outer collector: the stored rows, in order. */
+static TupleTableSlot *
+outer_collect_exec(CustomScanState *node)
+{
+	OuterCollectState *oc = (OuterCollectState *) node;
+
+	outer_collect_all(oc);
+	if (!tuplestore_gettupleslot(oc->store, true, false, oc->stored))
+		return ExecClearTuple(oc->stored);
+	return oc->stored;
+}
+
+/* EndCustomScan of the outer collector. */
+static void
+outer_collect_end(CustomScanState *node)
+{
+	OuterCollectState *oc = (OuterCollectState *) node;
+
+	if (oc->store)
+		tuplestore_end(oc->store);
+	oc->store = NULL;
+	ExecEndNode(outerPlanState(node));
+}
+
+/*
+ * ReScanCustomScan of the outer collector: the outer side depends on no
+ * parameter and reads the same rows each time, so the stored rows are
+ * replayed, and the filter stays.
+ */
+static void
+outer_collect_rescan(CustomScanState *node)
+{
+	OuterCollectState *oc = (OuterCollectState *) node;
+
+	if (node->ss.ps.chgParam != NULL)
+		elog(ERROR, "outer side of an inner join pre-filter depends on a parameter");
+	if (oc->store)
+		tuplestore_rescan(oc->store);
+}
+
+/* ExplainCustomScan of the outer collector: its keys, the rows read. */
+static void
+outer_collect_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	OuterCollectState *oc = (OuterCollectState *) node;
+
+	explain_keys(node, ancestors, es, "Collect Keys");
+	if (es->analyze && oc->collected)
+		ExplainPropertyUInteger("Outer Rows Collected", NULL, oc->rows, es);
 }
 
 /* ---- AmqPrefilterSkipped ---- */
@@ -1301,4 +1478,5 @@ AmqJoinExecInit(void)
 	RegisterCustomScanMethods(&amq_prefilter_scan_methods);
 	RegisterCustomScanMethods(&amq_collector_scan_methods);
 	RegisterCustomScanMethods(&amq_skipped_scan_methods);
+	RegisterCustomScanMethods(&amq_outer_collect_scan_methods);
 }

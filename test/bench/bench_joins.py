@@ -390,6 +390,12 @@ def star_queries(par):
          "WHERE c_id <@ (SELECT amq_agg(c_id) FROM dim_customer WHERE region = 'region_3') "
          "GROUP BY c_id) s "
          "JOIN dim_customer c ON s.c_id = c.c_id WHERE c.region = 'region_3'"),
+        ("star: customers of one region who bought (IN subquery)", None,
+         "SELECT count(*), sum(c.segment) FROM dim_customer c "
+         "WHERE c.region = 'region_3' AND c.c_id IN (SELECT c_id FROM fact)",
+         "SELECT count(*), sum(c.segment) FROM dim_customer c "
+         "WHERE c.region = 'region_3' AND c.c_id IN (SELECT c_id FROM fact "
+         "WHERE c_id <@ (SELECT amq_agg(c_id) FROM dim_customer WHERE region = 'region_3'))"),
         ("star: one year of dates (10% join)", None,
          "SELECT count(*), sum(f.amount) FROM fact f JOIN dim_date d ON f.d_id = d.d_id "
          "WHERE d.year = 2018",
