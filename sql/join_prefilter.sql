@@ -572,6 +572,8 @@ RESET work_mem;
 -- rescans: the inner side depends on a parameter and is read again, the
 -- outer rows are replayed
 SELECT same, filtered FROM jp_inner('SELECT x, (SELECT count(*) FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big WHERE id > x)) FROM generate_series(0, 20000, 10000) x');
+-- an uncorrelated scalar subquery on the outer side: computed once
+SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > (SELECT min(id) FROM jp_big) AND d.id IN (SELECT id FROM jp_big)');
 -- not where the outer side depends on a parameter, or may read other rows
 -- when read again
 SELECT same, collected FROM jp_inner('SELECT x, (SELECT count(*) FROM jp_bdim d WHERE d.w < 2 AND d.id > x AND d.id IN (SELECT id FROM jp_big)) FROM generate_series(0, 20000, 10000) x');

@@ -116,6 +116,7 @@ typedef struct PrefilterWalk
 									 * per participant to rows in all; else 1 */
 	Bitmapset  *gather_params;	/* rescan params of the Gathers above */
 	bool		under_gather;	/* in a Gather's subtree: in the workers */
+	Bitmapset  *fixed_params;	/* set once per execution (find_fixed_params) */
 } PrefilterWalk;
 
 typedef void (*PlanSlotFn) (Plan **slot, void *arg);
@@ -775,6 +776,32 @@ inner_side_stable(Hash *hash)
 	return !unstable;
 }
 
+/*
+ * Walker: the outputs of uncorrelated initPlans (their plans refer to no
+ * parameter of another query level), which the executor computes at most
+ * once per execution (it marks an initPlan for recomputing only when a
+ * parameter it depends on changes), into w->fixed_params.
+ */
+static void
+find_fixed_params(Plan **slot, void *arg)
+{
+	PrefilterWalk *w = (PrefilterWalk *) arg;
+	ListCell   *lc;
+
+	foreach(lc, (*slot)->initPlan)
+	{
+		SubPlan    *sp = lfirst_node(SubPlan, lc);
+		Plan	   *sub = list_nth(w->stmt->subplans, sp->plan_id - 1);
+		ListCell   *lp;
+
+		if (sub == NULL || !bms_is_empty(sub->extParam) || sp->parParam != NIL)
+			continue;
+		foreach(lp, sp->setParam)
+			w->fixed_params = bms_add_member(w->fixed_params, lfirst_int(lp));
+	}
+	walk_children(*slot, find_fixed_params, arg);
+}
+
 /* Walker: is there a Gather or Gather Merge below? */
 static void
 find_gather(Plan **slot, void *arg)
@@ -800,9 +827,11 @@ find_gather(Plan **slot, void *arg)
  * through what trace_keys allows) drops the inner rows that no outer row
  * can meet, before they are hashed.  Correct where an inner row that meets
  * no outer row adds nothing to the result: inner, semi, anti and left
- * joins.  Only where the outer side depends on no parameter and reads the
- * same rows each time (its stored rows are replayed on a rescan, and the
- * hash table, which the join may keep, was built with their filter), holds
+ * joins.  Only where the outer side depends on no parameter (but the
+ * outputs of uncorrelated initPlans, computed once: find_fixed_params) and
+ * reads the same rows each time (its stored rows are replayed on a rescan,
+ * and the hash table, which the join may keep, was built with their
+ * filter), holds
  * no Gather (its workers would start from inside the inner side), and the
  * join runs in one process, not under a Gather.  Placed where at most a
  * quarter as many outer rows as inner rows are expected, at least
@@ -839,7 +868,7 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 			return false;
 	}
 	if (hj->join.plan.parallel_aware || w->under_gather ||
-		!bms_is_empty(outer->allParam) ||
+		!bms_is_subset(outer->allParam, w->fixed_params) ||
 		list_length(hash->hashkeys) > INDEX_MAX_KEYS)
 		return false;
 	if (inner->plan_rows < amq_join_prefilter_min_rows ||
@@ -1113,7 +1142,7 @@ amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 				 ParamListInfo boundParams AMQ_PLANNER_ES_PARAM)
 {
 	PlannedStmt *stmt;
-	PrefilterWalk w = {NULL, 0, -1, 1.0, NULL, false};
+	PrefilterWalk w = {NULL, 0, -1, 1.0, NULL, false, NULL};
 	ListCell   *lc;
 
 	if (prev_planner_hook)
@@ -1137,6 +1166,12 @@ amq_join_planner(Query *parse, const char *query_string, int cursorOptions,
 			find_max_node_id((Plan **) &lfirst(lc), &w.last_plan_node_id);
 	}
 
+	find_fixed_params(&stmt->planTree, &w);
+	foreach(lc, stmt->subplans)
+	{
+		if (lfirst(lc))
+			find_fixed_params((Plan **) &lfirst(lc), &w);
+	}
 	add_prefilters(&stmt->planTree, &w);
 	foreach(lc, stmt->subplans)
 	{

@@ -1226,7 +1226,8 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
  * aggregated below the Hash); then returns the stored rows.  The inner
  * prefilter makes it read the outer side if the hash join reads its inner
  * side first (build_now).  The planner places it only where the outer
- * side depends on no parameter and reads the same rows each time
+ * side depends on no parameter (but uncorrelated initPlans' outputs,
+ * computed once) and reads the same rows each time
  * (amq_join.c): a rescan replays the stored rows, and the filter, like the
  * hash table built with it, stays right.
  */
@@ -1352,8 +1353,8 @@ outer_collect_end(CustomScanState *node)
 
 /*
  * ReScanCustomScan of the outer collector: the outer side depends on no
- * parameter and reads the same rows each time, so the stored rows are
- * replayed, and the filter stays.
+ * parameter that changes and reads the same rows each time, so the stored
+ * rows are replayed, and the filter stays.
  */
 static void
 outer_collect_rescan(CustomScanState *node)
