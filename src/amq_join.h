@@ -44,9 +44,11 @@ typedef enum AmqJoinPrefilterMode
 #define AMQ_JOIN_INT_PARALLEL		4	/* under Parallel Hash: one shared filter */
 #define AMQ_JOIN_INT_JOIN_NODE		5	/* plan_node_id of the HashJoin */
 #define AMQ_JOIN_INT_COLLECT_NODE	6	/* plan_node_id of the collector */
-#define AMQ_JOIN_INT_INNER_ROWS		7	/* planner's estimate, all participants */
+#define AMQ_JOIN_INT_INNER_ROWS		7	/* planner's estimate, all participants (the
+										 * outer rows, for AMQ_PUSHED_INNER) */
 #define AMQ_JOIN_INT_PUSHED			8	/* AmqPrefilterPushed */
-#define AMQ_JOIN_INT_OUTER_ROWS		9	/* planner's estimate, per participant */
+#define AMQ_JOIN_INT_OUTER_ROWS		9	/* planner's estimate, per participant (the
+										 * inner rows, for AMQ_PUSHED_INNER) */
 
 /* A prefilter pushed down the outer side, and the join's own. */
 typedef enum AmqPrefilterPushed

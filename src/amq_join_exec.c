@@ -1153,6 +1153,8 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		double		remove = private_int(node, AMQ_JOIN_INT_REMOVE) / 10.0;
 		const char *of = pushed == AMQ_PUSHED_COPY ||
 			pushed == AMQ_PUSHED_PUBLISHED ? "its" :
+			pushed == AMQ_PUSHED_INNER ?
+			psprintf("%d", private_int(node, AMQ_JOIN_INT_OUTER_ROWS)) :
 			psprintf("%.0f", node->ss.ps.plan->plan_rows);
 		char	   *why;
 
