@@ -572,6 +572,11 @@ RESET work_mem;
 -- rescans: the inner side depends on a parameter and is read again, the
 -- outer rows are replayed
 SELECT same, filtered FROM jp_inner('SELECT x, (SELECT count(*) FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big WHERE id > x)) FROM generate_series(0, 20000, 10000) x');
+-- an outer side far larger than estimated ((id % 1) = (w % 1): 150 rows
+-- expected, 30,000 read): the collector gives up after 10,000 rows, builds
+-- no filter, and passes the rest of its rows on; also when read again
+SELECT same FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE (d.id % 1) = (d.w % 1) AND d.id IN (SELECT id FROM jp_big)');
+SELECT same FROM jp_inner('SELECT x, (SELECT count(*) FROM jp_bdim d WHERE (d.id % 1) = (d.w % 1) AND d.id IN (SELECT id FROM jp_big WHERE id > x)) FROM generate_series(0, 20000, 10000) x');
 -- an uncorrelated scalar subquery on the outer side: computed once
 SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > (SELECT min(id) FROM jp_big) AND d.id IN (SELECT id FROM jp_big)');
 -- not where the outer side depends on a parameter, or may read other rows

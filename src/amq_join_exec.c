@@ -1210,7 +1210,10 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyBool("Filter Published", ps->publishing, es);
 	}
 	else if (f->abandoned)
-		ExplainPropertyText("Filter", "not built: too many inner rows", es);
+		ExplainPropertyText("Filter",
+							private_int(node, AMQ_JOIN_INT_PUSHED) == AMQ_PUSHED_INNER ?
+							"not built: more outer rows than expected" :
+							"not built: too many inner rows", es);
 	else
 		ExplainPropertyText("Filter", removed > 0 ?
 							"built by parallel workers" : "not built", es);
@@ -1241,6 +1244,7 @@ typedef struct OuterCollectState
 	Tuplestorestate *store;
 	TupleTableSlot *stored;		/* the stored rows, read back */
 	bool		collected;
+	bool		streaming;		/* gave up: rows go on from the child */
 	uint64		rows;
 } OuterCollectState;
 
@@ -1277,7 +1281,15 @@ outer_collect_create(CustomScan *cscan)
 	return (Node *) oc;
 }
 
-/* Read the whole outer side into the store and build the filter. */
+/*
+ * Read the whole outer side into the store and build the filter.  An outer
+ * side far larger than the planner expected (more than four times, and
+ * more than AMQ_OUTER_MIN_GIVE_UP rows) would cost a copy of every row for
+ * a filter too large to pay: the collector stops there, builds no filter
+ * (the inner rows pass), and after the stored rows passes on the rest of
+ * the child's.
+ */
+#define AMQ_OUTER_MIN_GIVE_UP	10000
 static void
 outer_collect_all(void *arg)
 {
@@ -1285,6 +1297,8 @@ outer_collect_all(void *arg)
 	EState	   *estate = oc->css.ss.ps.state;
 	PlanState  *child = outerPlanState(&oc->css);
 	MemoryContext old;
+	uint64		give_up = Max((uint64) 4 * private_int(&oc->css, AMQ_JOIN_INT_INNER_ROWS),
+							  AMQ_OUTER_MIN_GIVE_UP);
 
 	if (oc->collected)
 		return;
@@ -1303,6 +1317,12 @@ outer_collect_all(void *arg)
 		oc->rows++;
 		if (!oc->shared->abandoned && keys_hash(&oc->keys, slot, &hash))
 			filter_collect(oc->shared, hash);
+		if (oc->rows >= give_up)
+		{
+			oc->shared->abandoned = true;
+			oc->streaming = true;
+			break;
+		}
 	}
 	filter_build(oc->shared);
 	oc->collected = true;
@@ -1336,9 +1356,17 @@ outer_collect_exec(CustomScanState *node)
 	OuterCollectState *oc = (OuterCollectState *) node;
 
 	outer_collect_all(oc);
-	if (!tuplestore_gettupleslot(oc->store, true, false, oc->stored))
-		return ExecClearTuple(oc->stored);
-	return oc->stored;
+	if (oc->store && tuplestore_gettupleslot(oc->store, true, false, oc->stored))
+		return oc->stored;
+	if (oc->streaming)
+	{
+		TupleTableSlot *slot = ExecProcNode(outerPlanState(node));
+
+		/* the node returns minimal tuples */
+		if (!TupIsNull(slot))
+			return ExecCopySlot(oc->stored, slot);
+	}
+	return ExecClearTuple(oc->stored);
 }
 
 /* EndCustomScan of the outer collector. */
@@ -1365,7 +1393,15 @@ outer_collect_rescan(CustomScanState *node)
 
 	if (node->ss.ps.chgParam != NULL)
 		elog(ERROR, "outer side of an inner join pre-filter depends on a parameter");
-	if (oc->store)
+	if (oc->streaming)
+	{
+		/* read the child again, from its start, as a pass-through */
+		if (oc->store)
+			tuplestore_end(oc->store);
+		oc->store = NULL;
+		pass_through_rescan(node);
+	}
+	else if (oc->store)
 		tuplestore_rescan(oc->store);
 }
 
@@ -1377,7 +1413,11 @@ outer_collect_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	explain_keys(node, ancestors, es, "Collect Keys");
 	if (es->analyze && oc->collected)
+	{
 		ExplainPropertyUInteger("Outer Rows Collected", NULL, oc->rows, es);
+		if (oc->streaming)
+			ExplainPropertyText("Filter", "not built: more outer rows than expected", es);
+	}
 }
 
 /* ---- AmqPrefilterSkipped ---- */
