@@ -583,6 +583,22 @@ SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AN
 -- when read again
 SELECT same, collected FROM jp_inner('SELECT x, (SELECT count(*) FROM jp_bdim d WHERE d.w < 2 AND d.id > x AND d.id IN (SELECT id FROM jp_big)) FROM generate_series(0, 20000, 10000) x');
 SELECT same, collected FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND random() >= 0 AND d.id IN (SELECT id FROM jp_big)');
+-- parallel plans: the join in the leader (jp_leader keeps the outer scan
+-- there) and a Gather on its inner side, whose workers probe the filter of
+-- the outer keys, published to them
+CREATE FUNCTION jp_leader(i int) RETURNS int LANGUAGE plpgsql
+	IMMUTABLE PARALLEL RESTRICTED AS $$ BEGIN RETURN i; END $$;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND jp_leader(d.id) > 0 AND d.id IN (SELECT id FROM jp_big)');
+SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND jp_leader(d.id) > 0 AND NOT EXISTS (SELECT 1 FROM jp_big b WHERE b.id = d.id)');
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+SET max_parallel_workers_per_gather = 0;
+DROP FUNCTION jp_leader(int);
 DROP FUNCTION jp_inner(text);
 
 DROP FUNCTION jp_pushed(text);

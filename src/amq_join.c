@@ -856,6 +856,7 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 	List	   *ints;
 	ListCell   *lc;
 	int			id;
+	bool		published = false;
 
 	switch (hj->join.jointype)
 	{
@@ -899,7 +900,8 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 			return false;
 		attnos[nkeys++] = ((Var *) key)->varattno;
 	}
-	target = trace_keys(&outerPlan(hash), attnos, nkeys, NULL);
+	/* into the workers of a Gather on the inner side: published */
+	target = trace_keys(&outerPlan(hash), attnos, nkeys, &published);
 	nkeys = 0;
 	foreach(lc, hash->hashkeys)
 	{
@@ -919,7 +921,7 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 	ints = lappend_int(ints, hj->join.plan.plan_node_id);
 	ints = lappend_int(ints, ++w->last_plan_node_id);	/* the collector */
 	ints = lappend_int(ints, (int) Min(outer->plan_rows, (double) INT_MAX));
-	ints = lappend_int(ints, AMQ_PUSHED_INNER);
+	ints = lappend_int(ints, published ? AMQ_PUSHED_INNER_PUBLISHED : AMQ_PUSHED_INNER);
 	ints = lappend_int(ints, (int) Min(inner->plan_rows, (double) INT_MAX));
 
 	outerPlan(hj) = (Plan *)
@@ -932,14 +934,17 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 		make_pass_through(&amq_prefilter_scan_methods, *target, keys,
 						  list_copy(ints), hj->hashcollations,
 						  ++w->last_plan_node_id);
+	(*target)->parallel_aware = published;
 
 	/*
-	 * Right under the Hash: the hash table is sized (buckets, batches) from
-	 * its child's estimate, now the rows expected to pass.  It grows if
-	 * more come, as for any estimate.
+	 * Right under the Hash, or under a Gather right under it: the hash
+	 * table is sized (buckets, batches) from its child's estimate, now the
+	 * rows expected to pass.  It grows if more come, as for any estimate.
 	 */
 	if (target == &outerPlan(hash))
 		(*target)->plan_rows = Max(inner->plan_rows * (1.0 - remove), 1.0);
+	else if (published && target == &outerPlan(outerPlan(hash)))
+		outerPlan(hash)->plan_rows = Max(inner->plan_rows * (1.0 - remove), 1.0);
 	return true;
 }
 

@@ -58,8 +58,10 @@ typedef enum AmqPrefilterPushed
 	AMQ_PUSHED_HAS_COPY,		/* the join's own, with a copy below */
 	AMQ_PUSHED_PUBLISHED,		/* a copy below a Gather, of a join above
 								 * it: the leader's filter, in shared memory */
-	AMQ_PUSHED_INNER			/* on the inner side, a filter of the outer
+	AMQ_PUSHED_INNER,			/* on the inner side, a filter of the outer
 								 * keys (AmqOuterCollect) */
+	AMQ_PUSHED_INNER_PUBLISHED	/* the same below a Gather on the inner
+								 * side, published as AMQ_PUSHED_PUBLISHED */
 } AmqPrefilterPushed;
 
 /*

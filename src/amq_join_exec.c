@@ -1009,7 +1009,9 @@ prefilter_rescan(CustomScanState *node)
 static bool
 prefilter_publishes(CustomScanState *node)
 {
-	return private_int(node, AMQ_JOIN_INT_PUSHED) == AMQ_PUSHED_PUBLISHED;
+	AmqPrefilterPushed pushed = private_int(node, AMQ_JOIN_INT_PUSHED);
+
+	return pushed == AMQ_PUSHED_PUBLISHED || pushed == AMQ_PUSHED_INNER_PUBLISHED;
 }
 
 /*
@@ -1153,12 +1155,13 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		double		remove = private_int(node, AMQ_JOIN_INT_REMOVE) / 10.0;
 		const char *of = pushed == AMQ_PUSHED_COPY ||
 			pushed == AMQ_PUSHED_PUBLISHED ? "its" :
-			pushed == AMQ_PUSHED_INNER ?
+			pushed == AMQ_PUSHED_INNER || pushed == AMQ_PUSHED_INNER_PUBLISHED ?
 			psprintf("%d", private_int(node, AMQ_JOIN_INT_OUTER_ROWS)) :
 			psprintf("%.0f", node->ss.ps.plan->plan_rows);
 		char	   *why;
 
-		const char *side = pushed == AMQ_PUSHED_INNER ? "inner" : "outer";
+		const char *side = pushed == AMQ_PUSHED_INNER ||
+			pushed == AMQ_PUSHED_INNER_PUBLISHED ? "inner" : "outer";
 
 		/* a negative share: no statistics gave an estimate */
 		if (remove < 0)
@@ -1172,6 +1175,9 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		else if (pushed == AMQ_PUSHED_INNER)
 			ExplainPropertyText("Prefilter",
 								psprintf("on the inner side, with the outer side's keys, %s", why), es);
+		else if (pushed == AMQ_PUSHED_INNER_PUBLISHED)
+			ExplainPropertyText("Prefilter",
+								psprintf("on the inner side below the Gather, with the outer side's keys published to the workers, %s", why), es);
 		else if (pushed == AMQ_PUSHED_PUBLISHED)
 			ExplainPropertyText("Prefilter",
 								psprintf("pushed down from a hash join above the Gather, its filter published to the workers, %s", why), es);
@@ -1211,7 +1217,7 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 	else if (f->abandoned)
 		ExplainPropertyText("Filter",
-							private_int(node, AMQ_JOIN_INT_PUSHED) == AMQ_PUSHED_INNER ?
+							private_int(node, AMQ_JOIN_INT_PUSHED) >= AMQ_PUSHED_INNER ?
 							"not built: more outer rows than expected" :
 							"not built: too many inner rows", es);
 	else
