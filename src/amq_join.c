@@ -802,22 +802,6 @@ find_fixed_params(Plan **slot, void *arg)
 	walk_children(*slot, find_fixed_params, arg);
 }
 
-/* Walker: is there a Gather or Gather Merge below? */
-static void
-find_gather(Plan **slot, void *arg)
-{
-	bool	   *found = (bool *) arg;
-
-	if (*found)
-		return;
-	if (IsA(*slot, Gather) || IsA(*slot, GatherMerge))
-	{
-		*found = true;
-		return;
-	}
-	walk_children(*slot, find_gather, arg);
-}
-
 /*
  * The other direction, for a hash join whose inner side is much the larger
  * (a semi join written `small.k IN (SELECT k FROM big)`, which PostgreSQL
@@ -831,13 +815,15 @@ find_gather(Plan **slot, void *arg)
  * outputs of uncorrelated initPlans, computed once: find_fixed_params) and
  * reads the same rows each time (its stored rows are replayed on a rescan,
  * and the hash table, which the join may keep, was built with their
- * filter), holds
- * no Gather (its workers would start from inside the inner side), and the
- * join runs in one process, not under a Gather.  Placed where at most a
- * quarter as many outer rows as inner rows are expected, at least
- * min_rows inner rows, and, by the statistics of both keys, a share of the
- * inner rows of at least min_remove meets no outer key (distinct outer
- * over distinct inner keys, the planner's own containment assumption).
+ * filter), and the join is not a Parallel Hash join, whose participants
+ * each read a part of the outer side and hash a part of the inner side.
+ * (A parallel-oblivious hash join under a Gather joins the part of the
+ * outer side its process reads with the whole inner side: the process's
+ * own outer keys filter its own inner rows.)  Placed where at most a
+ * quarter as many outer rows as inner rows are expected, at least min_rows
+ * inner rows, and, by the statistics of both keys, a share of the inner
+ * rows of at least min_remove meets no outer key (distinct outer over
+ * distinct inner keys, the planner's own containment assumption).
  * Returns whether it did; then the join gets no outer pre-filter.
  */
 static bool
@@ -868,7 +854,7 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 		default:
 			return false;
 	}
-	if (hj->join.plan.parallel_aware || w->under_gather ||
+	if (hj->join.plan.parallel_aware ||
 		!bms_is_subset(outer->allParam, w->fixed_params) ||
 		list_length(hash->hashkeys) > INDEX_MAX_KEYS)
 		return false;
@@ -885,9 +871,6 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 	find_unstable(&outerPlan(hj), &found);
 	if (found)
 		return false;
-	find_gather(&outerPlan(hj), &found);
-	if (found)
-		return false;
 
 	/* the inner keys, as columns of the Hash's child, followed down */
 	foreach(lc, hash->hashkeys)
@@ -901,7 +884,8 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 		attnos[nkeys++] = ((Var *) key)->varattno;
 	}
 	/* into the workers of a Gather on the inner side: published */
-	target = trace_keys(&outerPlan(hash), attnos, nkeys, &published);
+	target = trace_keys(&outerPlan(hash), attnos, nkeys,
+						w->under_gather ? NULL : &published);
 	nkeys = 0;
 	foreach(lc, hash->hashkeys)
 	{
