@@ -573,10 +573,15 @@ RESET work_mem;
 -- outer rows are replayed
 SELECT same, filtered FROM jp_inner('SELECT x, (SELECT count(*) FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big WHERE id > x)) FROM generate_series(0, 20000, 10000) x');
 -- an outer side far larger than estimated ((id % 1) = (w % 1): 150 rows
--- expected, 30,000 read): the collector gives up after 10,000 rows, builds
--- no filter, and passes the rest of its rows on; also when read again
+-- expected, 30,000 read) that outgrows work_mem: the collector gives up
+-- there, builds no filter, and passes the rest of its rows on; also when
+-- read again
+SET work_mem = '64kB';
 SELECT same FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE (d.id % 1) = (d.w % 1) AND d.id IN (SELECT id FROM jp_big)');
 SELECT same FROM jp_inner('SELECT x, (SELECT count(*) FROM jp_bdim d WHERE (d.id % 1) = (d.w % 1) AND d.id IN (SELECT id FROM jp_big WHERE id > x)) FROM generate_series(0, 20000, 10000) x');
+RESET work_mem;
+-- within work_mem, it keeps them all, and filters
+SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE (d.id % 1) = (d.w % 1) AND d.id IN (SELECT a FROM jp_big)');
 -- an uncorrelated scalar subquery on the outer side: computed once
 SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > (SELECT min(id) FROM jp_big) AND d.id IN (SELECT id FROM jp_big)');
 -- not where the outer side depends on a parameter, or may read other rows

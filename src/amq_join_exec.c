@@ -1289,13 +1289,12 @@ outer_collect_create(CustomScan *cscan)
 
 /*
  * Read the whole outer side into the store and build the filter.  An outer
- * side far larger than the planner expected (more than four times, and
- * more than AMQ_OUTER_MIN_GIVE_UP rows) would cost a copy of every row for
- * a filter too large to pay: the collector stops there, builds no filter
+ * side far larger than the planner expected (more than four times) that no
+ * longer fits in work_mem would cost a write and a read of every row for a
+ * filter less likely to pay: the collector stops there, builds no filter
  * (the inner rows pass), and after the stored rows passes on the rest of
  * the child's.
  */
-#define AMQ_OUTER_MIN_GIVE_UP	10000
 static void
 outer_collect_all(void *arg)
 {
@@ -1303,8 +1302,7 @@ outer_collect_all(void *arg)
 	EState	   *estate = oc->css.ss.ps.state;
 	PlanState  *child = outerPlanState(&oc->css);
 	MemoryContext old;
-	uint64		give_up = Max((uint64) 4 * private_int(&oc->css, AMQ_JOIN_INT_INNER_ROWS),
-							  AMQ_OUTER_MIN_GIVE_UP);
+	uint64		expected = (uint64) 4 * private_int(&oc->css, AMQ_JOIN_INT_INNER_ROWS);
 
 	if (oc->collected)
 		return;
@@ -1323,7 +1321,7 @@ outer_collect_all(void *arg)
 		oc->rows++;
 		if (!oc->shared->abandoned && keys_hash(&oc->keys, slot, &hash))
 			filter_collect(oc->shared, hash);
-		if (oc->rows >= give_up)
+		if (oc->rows > expected && !tuplestore_in_memory(oc->store))
 		{
 			oc->shared->abandoned = true;
 			oc->streaming = true;
