@@ -37,8 +37,15 @@
  *
  * Push-down (push_down, trace_keys): where the outer keys are columns that
  * a node further down the outer side produces and the nodes in between
- * pass on unchanged without bringing back a dropped row, a copy of the
- * prefilter goes above that node too, usually the fact table's scan.
+ * pass on unchanged without bringing back a dropped row (joins, sorts,
+ * subqueries, aggregates grouped by the keys), a copy of the prefilter goes
+ * above that node too, usually the fact table's scan.  Below a Gather from
+ * a join in the leader, the copy probes the leader's filter, published to
+ * the workers in the Gather's shared memory (amq_join_exec.c).
+ *
+ * The other direction (add_inner_prefilter): where the inner side is much
+ * the larger, an AmqOuterCollect reads the outer side first and its keys
+ * filter the inner rows before they are hashed.
  *
  * Not applied:
  *	- to keys the canonical hash (amq_hashing.c) does not follow: the
@@ -51,13 +58,9 @@
  * the planner expects at least bloomamq.join_prefilter_min_rows outer rows,
  * and expects the filter to remove at least
  * bloomamq.join_prefilter_min_remove of them (expected_removed_share).
- * Elsewhere an AmqPrefilterSkipped node, a bare pass-through, stands where
- * the collector would, under the Hash, and EXPLAIN VERBOSE shows why the
+ * Elsewhere an AmqPrefilterSkipped node, a bare pass-through, stands on
+ * the side with the fewer expected rows, and EXPLAIN VERBOSE shows why the
  * pre-filter was skipped.
- *
- * Where the outer side is a Gather, the prefilter sits above it (in the
- * leader): rows still cross the Gather.  Applying the filter in the
- * workers would need the filter shared before they start scanning.
  *
  *-------------------------------------------------------------------------
  */
@@ -1018,15 +1021,18 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	if (decision != AMQ_PREFILTER_PLACED)
 	{
 		/*
-		 * The skipped node goes on the inner side, under the Hash: it costs
-		 * a call per row, and the inner rows, each hashed into the table
-		 * anyway, are usually the fewer (a foreign-key join's dimension).
+		 * The skipped node costs a call per row: it goes on the side the
+		 * planner expects the fewer rows on, usually the inner one (a
+		 * foreign-key join's dimension), under the Hash.
 		 */
-		outerPlan(hash) = (Plan *)
-			make_pass_through(&amq_skipped_scan_methods, outerPlan(hash), NIL,
+		Plan	  **slot = outer->plan_rows < outerPlan(hash)->plan_rows ?
+			&outerPlan(hj) : &outerPlan(hash);
+
+		*slot = (Plan *)
+			make_pass_through(&amq_skipped_scan_methods, *slot, NIL,
 							  ints, NIL, ++w->last_plan_node_id);
 		/* a bare pass-through: no per-row work to cost */
-		outerPlan(hash)->total_cost = outerPlan(outerPlan(hash))->total_cost;
+		(*slot)->total_cost = outerPlan(*slot)->total_cost;
 		return;
 	}
 
