@@ -498,21 +498,47 @@ join_input_filterable(JoinType jointype, bool inner_side)
 }
 
 /*
- * Do the rows of a group (of an Agg, Group or Unique over child, whose
- * numCols grouping columns of child's output are cols, compared with ops
- * under colls) all carry equal keys in the nkeys columns attnos of child's
- * output?  Yes where every key is a grouping column compared with an
- * equality of its type's default hash family under a deterministic
- * collation (or none): equal values hash alike, so a filter drops either
- * all the rows of a group, and the group with them, or none, and the rows
- * of the groups kept still make the same aggregates.
+ * Do the rows of a group of plan (an Agg, Group or Unique) all carry equal
+ * keys in the nkeys columns attnos of its child's output?  Yes where every
+ * key is a grouping column compared with an equality of its type's default
+ * hash family under a deterministic collation (or none): equal values hash
+ * alike, so a filter drops either all the rows of a group, and the group
+ * with them, or none, and the rows of the groups kept still make the same
+ * aggregates.
  */
 static bool
-grouped_by_keys(Plan *child, int numCols, const AttrNumber *cols,
-				const Oid *ops, const Oid *colls,
-				const AttrNumber *attnos, int nkeys)
+grouped_by_keys(Plan *plan, const AttrNumber *attnos, int nkeys)
 {
+	Plan	   *child = plan->lefttree;
+	int			numCols;
+	const AttrNumber *cols;
+	const Oid  *ops;
+	const Oid  *colls;
 	int			i;
+
+	switch (nodeTag(plan))
+	{
+		case T_Agg:
+			numCols = ((Agg *) plan)->numCols;
+			cols = ((Agg *) plan)->grpColIdx;
+			ops = ((Agg *) plan)->grpOperators;
+			colls = ((Agg *) plan)->grpCollations;
+			break;
+		case T_Group:
+			numCols = ((Group *) plan)->numCols;
+			cols = ((Group *) plan)->grpColIdx;
+			ops = ((Group *) plan)->grpOperators;
+			colls = ((Group *) plan)->grpCollations;
+			break;
+		case T_Unique:
+			numCols = ((Unique *) plan)->numCols;
+			cols = ((Unique *) plan)->uniqColIdx;
+			ops = ((Unique *) plan)->uniqOperators;
+			colls = ((Unique *) plan)->uniqCollations;
+			break;
+		default:
+			elog(ERROR, "unrecognized grouping node type: %d", (int) nodeTag(plan));
+	}
 
 	for (i = 0; i < nkeys; i++)
 	{
@@ -645,23 +671,8 @@ trace_keys(Plan **slot, AttrNumber *attnos, int nkeys, bool *through_gather)
 		}
 		else if (side != 0)
 			return slot;
-		else if (IsA(plan, Agg) &&
-				 !grouped_by_keys(plan->lefttree, ((Agg *) plan)->numCols,
-								  ((Agg *) plan)->grpColIdx,
-								  ((Agg *) plan)->grpOperators,
-								  ((Agg *) plan)->grpCollations, next, nkeys))
-			return slot;
-		else if (IsA(plan, Group) &&
-				 !grouped_by_keys(plan->lefttree, ((Group *) plan)->numCols,
-								  ((Group *) plan)->grpColIdx,
-								  ((Group *) plan)->grpOperators,
-								  ((Group *) plan)->grpCollations, next, nkeys))
-			return slot;
-		else if (IsA(plan, Unique) &&
-				 !grouped_by_keys(plan->lefttree, ((Unique *) plan)->numCols,
-								  ((Unique *) plan)->uniqColIdx,
-								  ((Unique *) plan)->uniqOperators,
-								  ((Unique *) plan)->uniqCollations, next, nkeys))
+		else if ((IsA(plan, Agg) || IsA(plan, Group) || IsA(plan, Unique)) &&
+				 !grouped_by_keys(plan, next, nkeys))
 			return slot;
 
 		if (IsA(plan, Gather) || IsA(plan, GatherMerge))
@@ -701,6 +712,53 @@ find_unstable(Plan **slot, void *arg)
 }
 
 /*
+ * The columns of a node's input that keys (plain columns, OUTER_VAR, under
+ * binary-compatible relabelings) are, into attnos; -1 if a key is anything
+ * else or there are too many.
+ */
+static int
+key_columns(List *keys, AttrNumber *attnos)
+{
+	ListCell   *lc;
+	int			nkeys = 0;
+
+	if (list_length(keys) > INDEX_MAX_KEYS)
+		return -1;
+	foreach(lc, keys)
+	{
+		Node	   *key = lfirst(lc);
+
+		while (IsA(key, RelabelType))
+			key = (Node *) ((RelabelType *) key)->arg;
+		if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR)
+			return -1;
+		attnos[nkeys++] = ((Var *) key)->varattno;
+	}
+	return nkeys;
+}
+
+/* A copy of keys (see key_columns) as the columns attnos of another input. */
+static List *
+keys_at_columns(List *keys, const AttrNumber *attnos)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, keys)
+	{
+		Node	   *key = copyObject(lfirst(lc));
+		Node	   *var = key;
+
+		while (IsA(var, RelabelType))
+			var = (Node *) ((RelabelType *) var)->arg;
+		((Var *) var)->varattno = attnos[i++];
+		result = lappend(result, key);
+	}
+	return result;
+}
+
+/*
  * Push hj's pre-filter down its outer side, whose keys are the columns
  * attnos of outer's output: put a copy of the prefilter above the deepest
  * node trace_keys reaches, if deeper than outer.  Only where the inner side
@@ -718,25 +776,13 @@ push_down(HashJoin *hj, Plan **outer_slot, List *ints, PrefilterWalk *w,
 		  bool parallel)
 {
 	AttrNumber	attnos[INDEX_MAX_KEYS];
-	List	   *keys = NIL;
 	Plan	  **target;
 	Plan	   *node;
-	ListCell   *lc;
-	int			nkeys = 0;
+	int			nkeys = key_columns(hj->hashkeys, attnos);
 	bool		published = false;
 
-	if (list_length(hj->hashkeys) > INDEX_MAX_KEYS)
+	if (nkeys < 0)
 		return false;
-	foreach(lc, hj->hashkeys)
-	{
-		Node	   *key = lfirst(lc);
-
-		while (IsA(key, RelabelType))
-			key = (Node *) ((RelabelType *) key)->arg;
-		if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR)
-			return false;
-		attnos[nkeys++] = ((Var *) key)->varattno;
-	}
 
 	/* a join in the leader may publish its filter to the workers */
 	target = trace_keys(outer_slot, attnos, nkeys,
@@ -744,24 +790,13 @@ push_down(HashJoin *hj, Plan **outer_slot, List *ints, PrefilterWalk *w,
 	if (target == outer_slot)
 		return false;
 
-	/* the same keys, as columns of the target's output */
-	nkeys = 0;
-	foreach(lc, hj->hashkeys)
-	{
-		Node	   *key = copyObject(lfirst(lc));
-		Node	   *var = key;
-
-		while (IsA(var, RelabelType))
-			var = (Node *) ((RelabelType *) var)->arg;
-		((Var *) var)->varattno = attnos[nkeys++];
-		keys = lappend(keys, key);
-	}
-
 	ints = list_copy(ints);
 	lfirst_int(list_nth_cell(ints, AMQ_JOIN_INT_PUSHED)) =
 		published ? AMQ_PUSHED_PUBLISHED : AMQ_PUSHED_COPY;
+	/* the same keys, as columns of the target's output */
 	node = (Plan *) make_pass_through(&amq_prefilter_scan_methods, *target,
-									  keys, ints, hj->hashcollations,
+									  keys_at_columns(hj->hashkeys, attnos),
+									  ints, hj->hashcollations,
 									  ++w->last_plan_node_id);
 	/* parallel-aware: shared memory, the join's or the published filter */
 	node->parallel_aware = parallel || published;
@@ -839,11 +874,9 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 	double		remove;
 	bool		found = false;
 	AttrNumber	attnos[INDEX_MAX_KEYS];
-	int			nkeys = 0;
+	int			nkeys = key_columns(hash->hashkeys, attnos);
 	Plan	  **target;
-	List	   *keys = NIL;
 	List	   *ints;
-	ListCell   *lc;
 	int			id;
 	bool		published = false;
 
@@ -857,9 +890,8 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 		default:
 			return false;
 	}
-	if (hj->join.plan.parallel_aware ||
-		!bms_is_subset(outer->allParam, w->fixed_params) ||
-		list_length(hash->hashkeys) > INDEX_MAX_KEYS)
+	if (hj->join.plan.parallel_aware || nkeys < 0 ||
+		!bms_is_subset(outer->allParam, w->fixed_params))
 		return false;
 	if (inner->plan_rows < amq_join_prefilter_min_rows ||
 		outer->plan_rows * 4 > inner->plan_rows)
@@ -875,31 +907,12 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 	if (found)
 		return false;
 
-	/* the inner keys, as columns of the Hash's child, followed down */
-	foreach(lc, hash->hashkeys)
-	{
-		Node	   *key = lfirst(lc);
-
-		while (IsA(key, RelabelType))
-			key = (Node *) ((RelabelType *) key)->arg;
-		if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR)
-			return false;
-		attnos[nkeys++] = ((Var *) key)->varattno;
-	}
-	/* into the workers of a Gather on the inner side: published */
+	/*
+	 * The inner keys, as columns of the Hash's child, followed down; into
+	 * the workers of a Gather on the inner side: published.
+	 */
 	target = trace_keys(&outerPlan(hash), attnos, nkeys,
 						w->under_gather ? NULL : &published);
-	nkeys = 0;
-	foreach(lc, hash->hashkeys)
-	{
-		Node	   *key = copyObject(lfirst(lc));
-		Node	   *var = key;
-
-		while (IsA(var, RelabelType))
-			var = (Node *) ((RelabelType *) var)->arg;
-		((Var *) var)->varattno = attnos[nkeys++];
-		keys = lappend(keys, key);
-	}
 
 	id = ++w->last_filter_id;
 	ints = list_make4_int(id, false, AMQ_PREFILTER_PLACED,
@@ -918,7 +931,8 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 	/* it reads every outer row before returning the first */
 	outerPlan(hj)->startup_cost = outer->total_cost;
 	*target = (Plan *)
-		make_pass_through(&amq_prefilter_scan_methods, *target, keys,
+		make_pass_through(&amq_prefilter_scan_methods, *target,
+						  keys_at_columns(hash->hashkeys, attnos),
 						  list_copy(ints), hj->hashcollations,
 						  ++w->last_plan_node_id);
 	(*target)->parallel_aware = published;
@@ -950,11 +964,11 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	AmqPrefilterDecision decision;
 
 	if (hash == NULL || !IsA(hash, Hash) || outer == NULL ||
-		outerPlan(hash) == NULL)
+		outerPlan(hash) == NULL || !keys_supported(hj, hash))
 		return;
 
 	/* the larger side inside: its rows filtered by the outer keys */
-	if (keys_supported(hj, hash) && add_inner_prefilter(hj, hash, w))
+	if (add_inner_prefilter(hj, hash, w))
 		return;
 
 	/* only where an outer row that matches no inner row is not emitted */
@@ -980,9 +994,6 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	if (parallel != hash->plan.parallel_aware)
 		return;
 	if (parallel && sizeof(pg_atomic_uint32) != sizeof(uint32))
-		return;
-
-	if (!keys_supported(hj, hash))
 		return;
 
 	/*
