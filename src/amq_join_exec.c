@@ -455,6 +455,17 @@ shared_filter_add(AmqSharedFilter *sf, uint64 hash)
 	}
 }
 
+/* view: the blocked filter of nblocks whose payload_len bytes are at payload. */
+static void
+filter_view(AmqFilter *view, uint64 nblocks, uint64 payload_len, uint8 *payload)
+{
+	memset(view, 0, sizeof(*view));
+	view->kind = AMQ_KIND_BLOCKED;
+	view->param[0] = nblocks;
+	view->payload_len = payload_len;
+	view->payload = payload;
+}
+
 /* Set up the key hashing of node, whose child is already initialized. */
 static void
 keys_init(AmqJoinKeys *k, CustomScanState *node, EState *estate)
@@ -535,6 +546,13 @@ pass_through_begin(CustomScanState *node, EState *estate, int eflags)
 												 &node->ss.ps.resultopsfixed);
 }
 
+/* End: the child ends. */
+static void
+pass_through_end(CustomScanState *node)
+{
+	ExecEndNode(outerPlanState(node));
+}
+
 /* Rescan the child unless a changed parameter makes it rescan itself. */
 static void
 pass_through_rescan(CustomScanState *node)
@@ -581,7 +599,6 @@ static Node *
 collect_create(CustomScan *cscan);
 static void collect_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *collect_exec(CustomScanState *node);
-static void collect_end(CustomScanState *node);
 static void collect_rescan(CustomScanState *node);
 static void collect_explain(CustomScanState *node, List *ancestors,
 							ExplainState *es);
@@ -603,7 +620,7 @@ static const CustomExecMethods collect_exec_methods = {
 	.CustomName = "AmqCollect",
 	.BeginCustomScan = collect_begin,
 	.ExecCustomScan = collect_exec,
-	.EndCustomScan = collect_end,
+	.EndCustomScan = pass_through_end,
 	.ReScanCustomScan = collect_rescan,
 	.EstimateDSMCustomScan = collect_estimate_dsm,
 	.InitializeDSMCustomScan = collect_initialize_dsm,
@@ -679,13 +696,6 @@ collect_exec(CustomScanState *node)
 	if (!cs->shared->abandoned && keys_hash(&cs->keys, slot, &hash))
 		filter_collect(cs->shared, hash);
 	return slot;
-}
-
-/* EndCustomScan of the collector. */
-static void
-collect_end(CustomScanState *node)
-{
-	ExecEndNode(outerPlanState(node));
 }
 
 /* ReScanCustomScan of the collector: the inner side is read again. */
@@ -835,11 +845,8 @@ prefilter_lookup(PrefilterState *ps)
 							 true);
 	if (ps->sf == NULL || ps->phj == NULL)
 		elog(ERROR, "shared state of a join pre-filter not found");
-	memset(&ps->view, 0, sizeof(ps->view));
-	ps->view.kind = AMQ_KIND_BLOCKED;
-	ps->view.param[0] = ps->sf->nblocks;
-	ps->view.payload_len = ps->sf->payload_len;
-	ps->view.payload = AMQ_SHARED_PAYLOAD(ps->sf);
+	filter_view(&ps->view, ps->sf->nblocks, ps->sf->payload_len,
+				AMQ_SHARED_PAYLOAD(ps->sf));
 }
 
 /*
@@ -880,12 +887,9 @@ prefilter_published_ready(PrefilterState *ps)
 	if (!pg_atomic_read_u32(&pf->ready))
 		return false;
 	pg_read_barrier();
-	memset(&ps->published_view, 0, sizeof(ps->published_view));
-	ps->published_view.kind = AMQ_KIND_BLOCKED;
-	ps->published_view.param[0] = pf->nblocks;
+	filter_view(&ps->published_view, pf->nblocks, pf->payload_len,
+				AMQ_PUBLISHED_PAYLOAD(pf));
 	ps->published_view.nkeys = pf->nkeys;
-	ps->published_view.payload_len = pf->payload_len;
-	ps->published_view.payload = AMQ_PUBLISHED_PAYLOAD(pf);
 	ps->published = true;
 	return true;
 }
@@ -982,7 +986,7 @@ static void
 prefilter_end(CustomScanState *node)
 {
 	prefilter_unpublish((PrefilterState *) node);
-	ExecEndNode(outerPlanState(node));
+	pass_through_end(node);
 }
 
 /* ReScanCustomScan of the pre-filter. */
@@ -1145,23 +1149,22 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	PrefilterState *ps = (PrefilterState *) node;
 	AmqJoinFilter *f = ps->shared;
+	AmqPrefilterPushed pushed = private_int(node, AMQ_JOIN_INT_PUSHED);
+	bool		inner = pushed == AMQ_PUSHED_INNER ||
+		pushed == AMQ_PUSHED_INNER_PUBLISHED;
 	uint64		removed;
 	bool		paused;
 
 	explain_keys(node, ancestors, es, "Prefilter Keys");
 	if (es->verbose)
 	{
-		AmqPrefilterPushed pushed = private_int(node, AMQ_JOIN_INT_PUSHED);
 		double		remove = private_int(node, AMQ_JOIN_INT_REMOVE) / 10.0;
 		const char *of = pushed == AMQ_PUSHED_COPY ||
 			pushed == AMQ_PUSHED_PUBLISHED ? "its" :
-			pushed == AMQ_PUSHED_INNER || pushed == AMQ_PUSHED_INNER_PUBLISHED ?
-			psprintf("%d", private_int(node, AMQ_JOIN_INT_OUTER_ROWS)) :
+			inner ? psprintf("%d", private_int(node, AMQ_JOIN_INT_OUTER_ROWS)) :
 			psprintf("%.0f", node->ss.ps.plan->plan_rows);
+		const char *side = inner ? "inner" : "outer";
 		char	   *why;
-
-		const char *side = pushed == AMQ_PUSHED_INNER ||
-			pushed == AMQ_PUSHED_INNER_PUBLISHED ? "inner" : "outer";
 
 		/* a negative share: no statistics gave an estimate */
 		if (remove < 0)
@@ -1217,8 +1220,7 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 	else if (f->abandoned)
 		ExplainPropertyText("Filter",
-							private_int(node, AMQ_JOIN_INT_PUSHED) >= AMQ_PUSHED_INNER ?
-							"not built: more outer rows than expected" :
+							inner ? "not built: more outer rows than expected" :
 							"not built: too many inner rows", es);
 	else
 		ExplainPropertyText("Filter", removed > 0 ?
@@ -1382,7 +1384,7 @@ outer_collect_end(CustomScanState *node)
 	if (oc->store)
 		tuplestore_end(oc->store);
 	oc->store = NULL;
-	ExecEndNode(outerPlanState(node));
+	pass_through_end(node);
 }
 
 /*
@@ -1429,7 +1431,6 @@ outer_collect_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 static Node *skipped_create(CustomScan *cscan);
 static void skipped_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *skipped_exec(CustomScanState *node);
-static void skipped_end(CustomScanState *node);
 static void skipped_explain(CustomScanState *node, List *ancestors,
 							ExplainState *es);
 
@@ -1442,7 +1443,7 @@ static const CustomExecMethods skipped_exec_methods = {
 	.CustomName = "AmqPrefilterSkipped",
 	.BeginCustomScan = skipped_begin,
 	.ExecCustomScan = skipped_exec,
-	.EndCustomScan = skipped_end,
+	.EndCustomScan = pass_through_end,
 	.ReScanCustomScan = pass_through_rescan,
 	.ExplainCustomScan = skipped_explain,
 };
@@ -1481,13 +1482,6 @@ static TupleTableSlot *
 skipped_exec(CustomScanState *node)
 {
 	return ExecProcNode(outerPlanState(node));
-}
-
-/* EndCustomScan of a skipped pre-filter. */
-static void
-skipped_end(CustomScanState *node)
-{
-	ExecEndNode(outerPlanState(node));
 }
 
 /*
