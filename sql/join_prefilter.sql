@@ -550,13 +550,18 @@ RESET from_collapse_limit;
 -- (every jp_bdim row here has a match, so only one that filters jp_big
 -- can)?  Was the outer side collected first (asked where it must not be)?
 CREATE FUNCTION jp_inner(q text, OUT same boolean, OUT filtered boolean,
-						 OUT collected boolean)
+						 OUT collected boolean, OUT parallel_hash_shared boolean)
 LANGUAGE plpgsql AS $$
+DECLARE
+	plan text;
 BEGIN
 	same := (jp_parallel(q)).same;
 	filtered := jp_removed(q) > 0;
-	SELECT string_agg(p, E'\n') LIKE '%AmqOuterCollect%' INTO collected
-		FROM jp_explain(q) p;
+	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q) p;
+	collected := plan LIKE '%AmqOuterCollect%';
+	-- an outer collector under Parallel Hash must be shared
+	parallel_hash_shared := plan NOT LIKE '%Parallel Hash%' OR NOT collected OR
+		plan LIKE '%Parallel Custom Scan (AmqOuterCollect)%';
 END $$;
 SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big)');
 SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND NOT EXISTS (SELECT 1 FROM jp_big b WHERE b.id = d.id)');
@@ -599,6 +604,43 @@ SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
 SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND jp_leader(d.id) > 0 AND d.id IN (SELECT id FROM jp_big)');
 SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND jp_leader(d.id) > 0 AND NOT EXISTS (SELECT 1 FROM jp_big b WHERE b.id = d.id)');
+-- Parallel Hash: each participant reads a part of the outer side and hashes
+-- a part of the inner side.  Their collectors put the outer rows into one
+-- shared store and their keys into one filter in shared memory, and wait
+-- for each other before any inner row is filtered; then the stored rows
+-- are read back by whichever participants ask.  The same rows, filtered,
+-- and where the plan is a Parallel Hash join with the larger side inside
+-- (before 16 and 18, which hash the few rows in right anti and right semi
+-- joins instead), one filter of all participants' outer keys.
+SELECT same, filtered, parallel_hash_shared FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big)');
+SELECT same, filtered, parallel_hash_shared FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND NOT EXISTS (SELECT 1 FROM jp_big b WHERE b.id = d.id)');
+SELECT same, filtered, parallel_hash_shared FROM jp_inner('SELECT d.id, b.id FROM jp_bdim d JOIN jp_big b ON b.id = d.id WHERE d.w < 2 AND d.id > 0');
+SELECT same, filtered, parallel_hash_shared FROM jp_inner('SELECT d.id, b.id FROM jp_bdim d LEFT JOIN jp_big b ON b.id = d.id WHERE d.w < 2 AND d.id > 0');
+-- many batches: the outer rows are partitioned into batch files from the
+-- shared store
+SET work_mem = '64kB';
+SELECT same, filtered, parallel_hash_shared FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big)');
+-- an outer side 200 times its estimate: a participant gives up past
+-- work_mem, the others stop too, no filter, every row joined
+SELECT same, parallel_hash_shared FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE (d.id % 1) = (d.w % 1) AND d.id IN (SELECT id FROM jp_big)');
+RESET work_mem;
+-- the leader takes no part
+SET parallel_leader_participation = off;
+SELECT same, filtered, parallel_hash_shared FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big)');
+RESET parallel_leader_participation;
+-- rescans: the Gather runs once per row of a nested loop's outer side, and
+-- the collectors start over each time; under a Limit, which shuts the
+-- Gather down, in new shared memory each time
+SET enable_nestloop = on;
+SET enable_material = off;
+SELECT same, parallel_hash_shared FROM jp_inner('SELECT x, count(*) FROM (SELECT x FROM generate_series(1, 3) x WHERE random() >= 0) x,
+	(SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big)) s GROUP BY x');
+SET enable_hashagg = off;
+SELECT same, parallel_hash_shared FROM jp_inner('SELECT count(*) FROM (SELECT x FROM generate_series(1, 3) x WHERE random() >= 0) x,
+	(SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big) LIMIT 5) s');
+RESET enable_hashagg;
+RESET enable_material;
+SET enable_nestloop = off;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
@@ -619,7 +661,7 @@ DROP FUNCTION jp_removed(text);
 -- How many get one is the planner's choice, which varies between majors:
 -- the test asserts that many do, in each kind of plan.
 CREATE FUNCTION jp_differential(nqueries int)
-RETURNS TABLE (queries int, mismatches int, prefiltered int, parallel_prefiltered int, small_work_mem_prefiltered int, pushed int, agg_pushed int, published int, collected int)
+RETURNS TABLE (queries int, mismatches int, prefiltered int, parallel_prefiltered int, small_work_mem_prefiltered int, pushed int, agg_pushed int, published int, collected int, shared_collected int)
 LANGUAGE plpgsql AS $$
 DECLARE
 	conds text[] := ARRAY[
@@ -648,7 +690,7 @@ DECLARE
 	par boolean;
 	i int;
 BEGIN
-	queries := 0; mismatches := 0; prefiltered := 0; parallel_prefiltered := 0; small_work_mem_prefiltered := 0; pushed := 0; agg_pushed := 0; published := 0; collected := 0;
+	queries := 0; mismatches := 0; prefiltered := 0; parallel_prefiltered := 0; small_work_mem_prefiltered := 0; pushed := 0; agg_pushed := 0; published := 0; collected := 0; shared_collected := 0;
 	PERFORM setseed(0.42);
 	FOR i IN 1 .. nqueries LOOP
 		cond := conds[1 + floor(random() * array_length(conds, 1))::int];
@@ -703,6 +745,9 @@ BEGIN
 		IF plan LIKE '%AmqOuterCollect%' THEN
 			collected := collected + 1;
 		END IF;
+		IF plan LIKE '%Parallel Custom Scan (AmqOuterCollect)%' THEN
+			shared_collected := shared_collected + 1;
+		END IF;
 		IF plan LIKE '%AmqPrefilter%' THEN
 			prefiltered := prefiltered + 1;
 			IF plan LIKE '%Gather%' THEN
@@ -748,7 +793,10 @@ SELECT queries = :nqueries AS all_compared, mismatches, prefiltered >= queries /
 	-- the few dim rows against all of jp_fact ('rsemi', 'ranti'): before 18
 	-- some plans hash jp_fact, and its rows are filtered by the outer keys
 	collected > 0 OR current_setting('server_version_num')::int >= 180000
-		AS some_inner_prefiltered
+		AS some_inner_prefiltered,
+	-- ... also under Parallel Hash, with one filter of all participants' keys
+	shared_collected > 0 OR current_setting('server_version_num')::int >= 180000
+		AS some_inner_prefiltered_under_parallel_hash
 FROM jp_differential(:nqueries);
 
 DROP FUNCTION jp_differential(int);

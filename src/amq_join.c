@@ -853,11 +853,13 @@ find_fixed_params(Plan **slot, void *arg)
  * outputs of uncorrelated initPlans, computed once: find_fixed_params) and
  * reads the same rows each time (its stored rows are replayed on a rescan,
  * and the hash table, which the join may keep, was built with their
- * filter), and the join is not a Parallel Hash join, whose participants
- * each read a part of the outer side and hash a part of the inner side.
- * (A parallel-oblivious hash join under a Gather joins the part of the
- * outer side its process reads with the whole inner side: the process's
- * own outer keys filter its own inner rows.)  Placed where at most a
+ * filter).  Under Parallel Hash, where each participant reads a part of
+ * the outer side and hashes a part of the inner side, the filter is one for
+ * all of them, in shared memory: each participant's collector adds its
+ * outer keys and waits for the others before any inner row is filtered
+ * (amq_join_exec.c).  (A parallel-oblivious hash join under a Gather joins
+ * the part of the outer side its process reads with the whole inner side:
+ * the process's own outer keys filter its own inner rows.)  Placed where at most a
  * quarter as many outer rows as inner rows are expected, at least min_rows
  * inner rows, and, by the statistics of both keys, a share of the inner
  * rows of at least min_remove meets no outer key (distinct outer over
@@ -879,6 +881,9 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 	List	   *ints;
 	int			id;
 	bool		published = false;
+	bool		parallel = hj->join.plan.parallel_aware;
+	double		divisor = parallel ? w->parallel_divisor : 1.0;
+	Bitmapset  *fixed = w->fixed_params;
 
 	switch (hj->join.jointype)
 	{
@@ -890,14 +895,23 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 		default:
 			return false;
 	}
-	if (hj->join.plan.parallel_aware || nkeys < 0 ||
-		!bms_is_subset(outer->allParam, w->fixed_params))
+
+	/*
+	 * Parallel Hash: one filter in shared memory, filled with atomic ORs; a
+	 * rescan of the Gather above starts every participant over.
+	 */
+	if (parallel &&
+		(!hash->plan.parallel_aware || sizeof(pg_atomic_uint32) != sizeof(uint32)))
 		return false;
-	if (inner->plan_rows < amq_join_prefilter_min_rows ||
+	if (parallel)
+		fixed = bms_union(fixed, w->gather_params);
+	if (nkeys < 0 || !bms_is_subset(outer->allParam, fixed))
+		return false;
+	if (inner->plan_rows * divisor < amq_join_prefilter_min_rows ||
 		outer->plan_rows * 4 > inner->plan_rows)
 		return false;
-	outer_distinct = key_distinct(w, outer, hj->hashkeys, 1.0);
-	inner_distinct = key_distinct(w, inner, hash->hashkeys, 1.0);
+	outer_distinct = key_distinct(w, outer, hj->hashkeys, divisor);
+	inner_distinct = key_distinct(w, inner, hash->hashkeys, divisor);
 	if (outer_distinct < 0 || inner_distinct < 1)
 		return false;
 	remove = 1.0 - Min(outer_distinct / inner_distinct, 1.0);
@@ -917,10 +931,10 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 	id = ++w->last_filter_id;
 	ints = list_make4_int(id, false, AMQ_PREFILTER_PLACED,
 						  (int) rint(remove * 1000));
-	ints = lappend_int(ints, false);
+	ints = lappend_int(ints, parallel);
 	ints = lappend_int(ints, hj->join.plan.plan_node_id);
 	ints = lappend_int(ints, ++w->last_plan_node_id);	/* the collector */
-	ints = lappend_int(ints, (int) Min(outer->plan_rows, (double) INT_MAX));
+	ints = lappend_int(ints, (int) Min(outer->plan_rows * divisor, (double) INT_MAX));
 	ints = lappend_int(ints, published ? AMQ_PUSHED_INNER_PUBLISHED : AMQ_PUSHED_INNER);
 	ints = lappend_int(ints, (int) Min(inner->plan_rows, (double) INT_MAX));
 
@@ -930,6 +944,8 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 						  w->last_plan_node_id);
 	/* it reads every outer row before returning the first */
 	outerPlan(hj)->startup_cost = outer->total_cost;
+	/* parallel-aware: the executor gives it shared memory */
+	outerPlan(hj)->parallel_aware = parallel;
 	*target = (Plan *)
 		make_pass_through(&amq_prefilter_scan_methods, *target,
 						  keys_at_columns(hash->hashkeys, attnos),
@@ -946,6 +962,9 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 		(*target)->plan_rows = Max(inner->plan_rows * (1.0 - remove), 1.0);
 	else if (published && target == &outerPlan(outerPlan(hash)))
 		outerPlan(hash)->plan_rows = Max(inner->plan_rows * (1.0 - remove), 1.0);
+	/* a Parallel Hash is sized from all participants' rows */
+	if (parallel)
+		hash->rows_total = Max(hash->rows_total * (1.0 - remove), 1.0);
 	return true;
 }
 

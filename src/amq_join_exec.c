@@ -62,14 +62,18 @@
 #include "executor/executor.h"
 #include "executor/hashjoin.h"
 #include "port/atomics.h"
+#include "pgstat.h"
 #include "port/pg_bswap.h"
 #include "storage/barrier.h"
+#include "storage/dsm.h"
+#include "storage/sharedfileset.h"
 #include "storage/shm_toc.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/memutils.h"
 #include "utils/ruleutils.h"
+#include "utils/sharedtuplestore.h"
 #include "utils/tuplestore.h"
 
 #include "amq_join.h"
@@ -119,6 +123,11 @@ typedef struct AmqJoinFilter
 	 */
 	void		(*build_now) (void *arg);
 	void	   *build_now_arg;
+
+	/* in the leader, of such a filter in shared memory, for EXPLAIN */
+	uint64		shared_capacity;	/* 0: none */
+	uint64		shared_payload_len;
+	bool		shared_abandoned;
 } AmqJoinFilter;
 
 static AmqJoinFilter *registry = NULL;
@@ -136,7 +145,15 @@ typedef struct AmqSharedFilter
 	uint64		nblocks;
 	uint64		payload_len;
 	uint64		capacity;		/* keys it was sized for */
-	pg_atomic_uint64 inner_rows;	/* hashed by all participants, all scans */
+	pg_atomic_uint64 inner_rows;	/* hashed by all participants (outer rows
+									 * for AmqOuterCollect) */
+
+	/*
+	 * A filter of the outer keys (AmqOuterCollect): phase 1 of the barrier
+	 * once every participant's outer rows are in; set if one gave up.
+	 */
+	Barrier		collected;
+	pg_atomic_uint32 abandoned;
 } AmqSharedFilter;
 
 #define AMQ_SHARED_PAYLOAD_OFFSET	TYPEALIGN(64, sizeof(AmqSharedFilter))
@@ -455,6 +472,28 @@ shared_filter_add(AmqSharedFilter *sf, uint64 hash)
 	}
 }
 
+/* Empty the shared filter sf, for a scan of the Gather above. */
+static void
+shared_filter_clear(AmqSharedFilter *sf)
+{
+	pg_atomic_write_u64(&sf->inner_rows, 0);
+	BarrierInit(&sf->collected, 0);
+	pg_atomic_write_u32(&sf->abandoned, 0);
+	memset(AMQ_SHARED_PAYLOAD(sf), 0, sf->payload_len);
+}
+
+/* Set up the shared filter sf in new shared memory, of the geometry planned. */
+static void
+shared_filter_init(AmqSharedFilter *sf, const AmqFilter *planned)
+{
+	sf->nblocks = planned->param[0];
+	sf->payload_len = planned->payload_len;
+	sf->capacity = planned->nkeys;
+	pg_atomic_init_u64(&sf->inner_rows, 0);
+	pg_atomic_init_u32(&sf->abandoned, 0);
+	shared_filter_clear(sf);
+}
+
 /* view: the blocked filter of nblocks whose payload_len bytes are at payload. */
 static void
 filter_view(AmqFilter *view, uint64 nblocks, uint64 payload_len, uint8 *payload)
@@ -725,15 +764,9 @@ collect_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 					   void *coordinate)
 {
 	CollectState *cs = (CollectState *) node;
-	AmqSharedFilter *sf = (AmqSharedFilter *) coordinate;
-	const AmqFilter *f = &cs->sf_plan;	/* as estimated */
 
-	sf->nblocks = f->param[0];
-	sf->payload_len = f->payload_len;
-	sf->capacity = f->nkeys;
-	pg_atomic_init_u64(&sf->inner_rows, 0);
-	memset(AMQ_SHARED_PAYLOAD(sf), 0, sf->payload_len);
-	cs->sf = sf;
+	shared_filter_init(coordinate, &cs->sf_plan);
+	cs->sf = coordinate;
 }
 
 /*
@@ -744,9 +777,7 @@ static void
 collect_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 						 void *coordinate)
 {
-	AmqSharedFilter *sf = (AmqSharedFilter *) coordinate;
-
-	memset(AMQ_SHARED_PAYLOAD(sf), 0, sf->payload_len);
+	shared_filter_clear(coordinate);
 }
 
 /* InitializeWorkerCustomScan of the collector: the leader's filter. */
@@ -1177,7 +1208,9 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 								psprintf("pushed down from a hash join above, %s", why), es);
 		else if (pushed == AMQ_PUSHED_INNER)
 			ExplainPropertyText("Prefilter",
-								psprintf("on the inner side, with the outer side's keys, %s", why), es);
+								psprintf("on the inner side, with the outer side's keys%s, %s",
+										 private_int(node, AMQ_JOIN_INT_PARALLEL) ?
+										 " of all participants" : "", why), es);
 		else if (pushed == AMQ_PUSHED_INNER_PUBLISHED)
 			ExplainPropertyText("Prefilter",
 								psprintf("on the inner side below the Gather, with the outer side's keys published to the workers, %s", why), es);
@@ -1196,15 +1229,26 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	removed = (uint64) node->ss.ps.instrument->nfiltered1;
 	paused = node->ss.ps.instrument->nfiltered2 > 0;
 
-	if (ps->have_totals)
+	if (ps->have_totals || (inner && f->shared_capacity > 0))
 	{
-		/* Parallel Hash: one filter, the counts of all participants */
-		ExplainPropertyText("Filter", "shared", es);
-		ExplainPropertyUInteger("Filter Capacity", NULL, ps->capacity, es);
-		ExplainPropertyUInteger("Filter Size", "kB",
-								(ps->payload_len + 1023) / 1024, es);
-		ExplainPropertyUInteger("Filter Inner Rows", NULL,
-								ps->total_inner_rows, es);
+		/*
+		 * Parallel Hash: one filter, the counts of all participants (the
+		 * outer rows collected are the collector's to show)
+		 */
+		if (inner && f->shared_abandoned)
+			ExplainPropertyText("Filter", "not built: more outer rows than expected", es);
+		else
+		{
+			ExplainPropertyText("Filter", "shared", es);
+			ExplainPropertyUInteger("Filter Capacity", NULL,
+									inner ? f->shared_capacity : ps->capacity, es);
+			ExplainPropertyUInteger("Filter Size", "kB",
+									((inner ? f->shared_payload_len :
+									  ps->payload_len) + 1023) / 1024, es);
+		}
+		if (!inner)
+			ExplainPropertyUInteger("Filter Inner Rows", NULL,
+									ps->total_inner_rows, es);
 		ExplainPropertyUInteger("Rows Removed by Prefilter", NULL, removed, es);
 		ExplainPropertyBool("Prefilter Disabled", paused, es);
 		return;
@@ -1243,6 +1287,32 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
  * computed once) and reads the same rows each time
  * (amq_join.c): a rescan replays the stored rows, and the filter, like the
  * hash table built with it, stays right.
+ *
+ * Under Parallel Hash (the node parallel-aware, with shared memory) each
+ * participant reads its part of the outer side into one SharedTuplestore
+ * and ORs its keys into one filter (AmqSharedFilter, sized from the
+ * planner's estimate of all outer rows), both in the query's dynamic shared
+ * memory, then waits at the filter's barrier for the others attached to
+ * it; only then does its inner prefilter probe the filter.  The filter is
+ * complete, because:
+ *	- every participant that reads outer rows before the barrier's phase
+ *	  advances is attached to it and arrives only after its last row; a
+ *	  partial plan gives each outer row to exactly one participant, so once
+ *	  the attached participants have read to the end, none is left;
+ *	- a participant that attaches later finds its part empty (checked);
+ *	- nodeHashjoin.c never fetches an outer row before a Parallel Hash
+ *	  build, and a participant reaches this node either from its inner
+ *	  prefilter during the build, or from the join after it.
+ * The stored rows are then read back by whichever participants ask, each
+ * row by one, as from any partial plan: a participant that joins its rows
+ * sooner must not end the join's batch while another still holds rows of
+ * its own.  No participant waits for another while holding anything the
+ * other needs: those attached only read the outer side, and none returns a
+ * row, to a Gather's queue or otherwise, before its hash table is built.
+ * A participant that gives up (below) says so in the shared memory, and
+ * every participant stops collecting and lets its inner rows pass; the rows
+ * not yet read follow the stored ones.  A rescan of the Gather above
+ * starts all over, in ReInitializeDSMCustomScan and the node's rescan.
  */
 typedef struct OuterCollectState
 {
@@ -1253,8 +1323,33 @@ typedef struct OuterCollectState
 	TupleTableSlot *stored;		/* the stored rows, read back */
 	bool		collected;
 	bool		streaming;		/* gave up: rows go on from the child */
+	bool		child_done;		/* the child returned its last row */
 	uint64		rows;
+
+	/* under Parallel Hash with shared memory: the filter and rows there */
+	AmqSharedFilter *sf;
+	SharedTuplestoreAccessor *sts;
+	bool		reading;		/* the shared rows are being read back */
+	AmqFilter	sf_plan;		/* the filter's geometry, planned by the leader */
+	bool		have_totals;	/* leader: read at shutdown, for EXPLAIN */
+	uint64		total_rows;		/* of all participants, all scans */
 } OuterCollectState;
+
+/*
+ * What follows an outer collector's filter in shared memory: the space for
+ * its stored rows' files, and the SharedTuplestore of those rows.
+ */
+typedef struct AmqOuterShared
+{
+	SharedFileSet fileset;
+	dsm_handle	seg;			/* the query's segment, for the workers */
+	int			participants;
+} AmqOuterShared;
+
+#define AMQ_OUTER_SHARED(sf) ((AmqOuterShared *) \
+	(AMQ_SHARED_PAYLOAD(sf) + MAXALIGN((sf)->payload_len)))
+#define AMQ_OUTER_STS(os) ((SharedTuplestore *) \
+	((char *) (os) + MAXALIGN(sizeof(AmqOuterShared))))
 
 static Node *outer_collect_create(CustomScan *cscan);
 static void outer_collect_begin(CustomScanState *node, EState *estate, int eflags);
@@ -1263,6 +1358,15 @@ static void outer_collect_end(CustomScanState *node);
 static void outer_collect_rescan(CustomScanState *node);
 static void outer_collect_explain(CustomScanState *node, List *ancestors,
 								  ExplainState *es);
+static Size outer_collect_estimate_dsm(CustomScanState *node,
+									   ParallelContext *pcxt);
+static void outer_collect_initialize_dsm(CustomScanState *node,
+										 ParallelContext *pcxt, void *coordinate);
+static void outer_collect_reinitialize_dsm(CustomScanState *node,
+										   ParallelContext *pcxt, void *coordinate);
+static void outer_collect_initialize_worker(CustomScanState *node, shm_toc *toc,
+											void *coordinate);
+static void outer_collect_shutdown(CustomScanState *node);
 
 const CustomScanMethods amq_outer_collect_scan_methods = {
 	.CustomName = "AmqOuterCollect",
@@ -1275,6 +1379,11 @@ static const CustomExecMethods outer_collect_exec_methods = {
 	.ExecCustomScan = outer_collect_exec,
 	.EndCustomScan = outer_collect_end,
 	.ReScanCustomScan = outer_collect_rescan,
+	.EstimateDSMCustomScan = outer_collect_estimate_dsm,
+	.InitializeDSMCustomScan = outer_collect_initialize_dsm,
+	.ReInitializeDSMCustomScan = outer_collect_reinitialize_dsm,
+	.InitializeWorkerCustomScan = outer_collect_initialize_worker,
+	.ShutdownCustomScan = outer_collect_shutdown,
 	.ExplainCustomScan = outer_collect_explain,
 };
 
@@ -1289,13 +1398,74 @@ outer_collect_create(CustomScan *cscan)
 	return (Node *) oc;
 }
 
+/* Under Parallel Hash: close the shared rows' files read from, if any. */
+static void
+outer_collect_stop_reading(OuterCollectState *oc)
+{
+	if (oc->reading)
+		sts_end_parallel_scan(oc->sts);
+	oc->reading = false;
+}
+
+/* Forget the stored rows and the filter: the outer side is read anew. */
+static void
+outer_collect_forget(OuterCollectState *oc)
+{
+	outer_collect_stop_reading(oc);
+	if (oc->store)
+		tuplestore_end(oc->store);
+	oc->store = NULL;
+	oc->collected = false;
+	oc->streaming = false;
+	oc->child_done = false;
+	oc->rows = 0;
+	filter_reset(oc->shared);
+}
+
+/*
+ * Under Parallel Hash: this participant's outer rows and keys are in the
+ * shared memory; add its count, wait for the others attached (see above),
+ * start reading back the stored rows, and make the filter the join's, or
+ * say there is none.
+ */
+static void
+outer_collect_share(OuterCollectState *oc, bool late)
+{
+	AmqSharedFilter *sf = oc->sf;
+	AmqJoinFilter *f = oc->shared;
+
+	if (late && oc->rows > 0)
+		elog(ERROR, "outer rows of a join pre-filter read after its filter was complete");
+	sts_end_write(oc->sts);
+	pg_atomic_fetch_add_u64(&sf->inner_rows, oc->rows);
+	if (oc->streaming)
+		pg_atomic_write_u32(&sf->abandoned, 1);
+	if (!late)
+		BarrierArriveAndWait(&sf->collected, PG_WAIT_EXTENSION);
+	BarrierDetach(&sf->collected);
+	sts_begin_parallel_scan(oc->sts);
+	oc->reading = true;
+
+	/* the barrier's operations order our reads after the others' writes */
+	if (pg_atomic_read_u32(&sf->abandoned))
+	{
+		oc->streaming = true;
+		f->abandoned = true;
+		return;
+	}
+	filter_view(&f->filter, sf->nblocks, sf->payload_len, AMQ_SHARED_PAYLOAD(sf));
+	f->filter.nkeys = sf->capacity;
+	f->ready = true;
+}
+
 /*
  * Read the whole outer side into the store and build the filter.  An outer
  * side far larger than the planner expected (more than four times) that no
  * longer fits in work_mem would cost a write and a read of every row for a
  * filter less likely to pay: the collector stops there, builds no filter
  * (the inner rows pass), and after the stored rows passes on the rest of
- * the child's.
+ * the child's.  Under Parallel Hash it also stops once another participant
+ * has.
  */
 static void
 outer_collect_all(void *arg)
@@ -1305,32 +1475,81 @@ outer_collect_all(void *arg)
 	PlanState  *child = outerPlanState(&oc->css);
 	MemoryContext old;
 	uint64		expected = (uint64) 4 * private_int(&oc->css, AMQ_JOIN_INT_INNER_ROWS);
+	Size		bytes = 0;
+	bool		late = false;
 
+	/* the Gather above runs again; the node has not been called yet */
+	if (oc->css.ss.ps.chgParam != NULL)
+		ExecReScan(&oc->css.ss.ps);
 	if (oc->collected)
 		return;
-	old = MemoryContextSwitchTo(estate->es_query_cxt);
-	oc->store = tuplestore_begin_heap(false, false, work_mem);
-	tuplestore_set_eflags(oc->store, EXEC_FLAG_REWIND);
-	MemoryContextSwitchTo(old);
+	if (oc->sf)
+	{
+		late = BarrierAttach(&oc->sf->collected) > 0;
+
+		/*
+		 * The others gave up before all rows were read: no filter, and the
+		 * rows not read pass after the stored ones.
+		 */
+		if (late && pg_atomic_read_u32(&oc->sf->abandoned))
+		{
+			outer_collect_share(oc, late);
+			oc->collected = true;
+			return;
+		}
+	}
+	else
+	{
+		old = MemoryContextSwitchTo(estate->es_query_cxt);
+		oc->store = tuplestore_begin_heap(false, false, work_mem);
+		tuplestore_set_eflags(oc->store, EXEC_FLAG_REWIND);
+		MemoryContextSwitchTo(old);
+	}
 	for (;;)
 	{
 		TupleTableSlot *slot = ExecProcNode(child);
 		uint64		hash;
 
 		if (TupIsNull(slot))
+		{
+			oc->child_done = true;
 			break;
-		tuplestore_puttupleslot(oc->store, slot);
+		}
 		oc->rows++;
-		if (!oc->shared->abandoned && keys_hash(&oc->keys, slot, &hash))
-			filter_collect(oc->shared, hash);
-		if (oc->rows > expected && !tuplestore_in_memory(oc->store))
+		if (oc->sf)
+		{
+			bool		should_free;
+			MinimalTuple tuple = ExecFetchSlotMinimalTuple(slot, &should_free);
+
+			sts_puttuple(oc->sts, NULL, tuple);
+			bytes += tuple->t_len;
+			if (should_free)
+				pfree(tuple);
+			if (keys_hash(&oc->keys, slot, &hash))
+				shared_filter_add(oc->sf, hash);
+		}
+		else
+		{
+			tuplestore_puttupleslot(oc->store, slot);
+			if (!oc->shared->abandoned && keys_hash(&oc->keys, slot, &hash))
+				filter_collect(oc->shared, hash);
+		}
+		if (oc->rows > expected &&
+			(oc->sf ? bytes > (Size) work_mem * 1024 :
+			 !tuplestore_in_memory(oc->store)))
 		{
 			oc->shared->abandoned = true;
 			oc->streaming = true;
 			break;
 		}
+		if (oc->sf && (oc->rows & 1023) == 0 &&
+			pg_atomic_read_u32(&oc->sf->abandoned))
+			break;
 	}
-	filter_build(oc->shared);
+	if (oc->sf)
+		outer_collect_share(oc, late);
+	else
+		filter_build(oc->shared);
 	oc->collected = true;
 }
 
@@ -1362,15 +1581,25 @@ outer_collect_exec(CustomScanState *node)
 	OuterCollectState *oc = (OuterCollectState *) node;
 
 	outer_collect_all(oc);
-	if (oc->store && tuplestore_gettupleslot(oc->store, true, false, oc->stored))
+	if (oc->reading)
+	{
+		MinimalTuple tuple = sts_parallel_scan_next(oc->sts, NULL);
+
+		if (tuple)
+			return ExecStoreMinimalTuple(tuple, oc->stored, false);
+		outer_collect_stop_reading(oc);
+	}
+	else if (oc->store &&
+			 tuplestore_gettupleslot(oc->store, true, false, oc->stored))
 		return oc->stored;
-	if (oc->streaming)
+	if (oc->streaming && !oc->child_done)
 	{
 		TupleTableSlot *slot = ExecProcNode(outerPlanState(node));
 
 		/* the node returns minimal tuples */
 		if (!TupIsNull(slot))
 			return ExecCopySlot(oc->stored, slot);
+		oc->child_done = true;
 	}
 	return ExecClearTuple(oc->stored);
 }
@@ -1384,19 +1613,27 @@ outer_collect_end(CustomScanState *node)
 	if (oc->store)
 		tuplestore_end(oc->store);
 	oc->store = NULL;
+	outer_collect_stop_reading(oc);
 	pass_through_end(node);
 }
 
 /*
  * ReScanCustomScan of the outer collector: the outer side depends on no
  * parameter that changes and reads the same rows each time, so the stored
- * rows are replayed, and the filter stays.
+ * rows are replayed, and the filter stays.  Under Parallel Hash the Gather
+ * above is rescanned: every participant reads its part anew.
  */
 static void
 outer_collect_rescan(CustomScanState *node)
 {
 	OuterCollectState *oc = (OuterCollectState *) node;
 
+	if (node->ss.ps.plan->parallel_aware)
+	{
+		outer_collect_forget(oc);
+		pass_through_rescan(node);
+		return;
+	}
 	if (node->ss.ps.chgParam != NULL)
 		elog(ERROR, "outer side of an inner join pre-filter depends on a parameter");
 	if (oc->streaming)
@@ -1405,10 +1642,123 @@ outer_collect_rescan(CustomScanState *node)
 		if (oc->store)
 			tuplestore_end(oc->store);
 		oc->store = NULL;
+		oc->child_done = false;
 		pass_through_rescan(node);
 	}
 	else if (oc->store)
 		tuplestore_rescan(oc->store);
+}
+
+/*
+ * EstimateDSMCustomScan of the outer collector: the shared filter, the
+ * space for the stored rows' files and their SharedTuplestore.
+ */
+static Size
+outer_collect_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	OuterCollectState *oc = (OuterCollectState *) node;
+
+	shared_filter_plan(&oc->sf_plan, private_int(node, AMQ_JOIN_INT_INNER_ROWS));
+	return AMQ_SHARED_PAYLOAD_OFFSET + MAXALIGN(oc->sf_plan.payload_len) +
+		MAXALIGN(sizeof(AmqOuterShared)) + sts_estimate(pcxt->nworkers + 1);
+}
+
+/* Set up the SharedTuplestore of os for a scan, with the leader's accessor. */
+static void
+outer_collect_init_store(OuterCollectState *oc, AmqOuterShared *os)
+{
+	oc->sts = sts_initialize(AMQ_OUTER_STS(os), os->participants, 0, 0,
+							 SHARED_TUPLESTORE_SINGLE_PASS, &os->fileset,
+							 "amqouter");
+}
+
+/*
+ * InitializeDSMCustomScan of the outer collector (leader): an empty filter
+ * and store; a Gather that shut down and runs again sets up new shared
+ * memory.  Without a segment (no workers can start) the node runs as in a
+ * serial plan.
+ */
+static void
+outer_collect_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+							 void *coordinate)
+{
+	OuterCollectState *oc = (OuterCollectState *) node;
+	AmqSharedFilter *sf = coordinate;
+	AmqOuterShared *os;
+
+	outer_collect_forget(oc);
+	oc->sf = NULL;
+	if (pcxt->seg == NULL)
+		return;
+	shared_filter_init(sf, &oc->sf_plan);
+	os = AMQ_OUTER_SHARED(sf);
+	SharedFileSetInit(&os->fileset, pcxt->seg);
+	os->seg = dsm_segment_handle(pcxt->seg);
+	os->participants = pcxt->nworkers + 1;
+	outer_collect_init_store(oc, os);
+	oc->sf = sf;
+}
+
+/*
+ * ReInitializeDSMCustomScan of the outer collector: the Gather runs again,
+ * and no participant runs yet.
+ */
+static void
+outer_collect_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+							   void *coordinate)
+{
+	OuterCollectState *oc = (OuterCollectState *) node;
+	AmqOuterShared *os;
+
+	outer_collect_forget(oc);
+	if (oc->sf == NULL)
+		return;
+	shared_filter_clear(oc->sf);
+	os = AMQ_OUTER_SHARED(oc->sf);
+	SharedFileSetDeleteAll(&os->fileset);
+	outer_collect_init_store(oc, os);
+}
+
+/* InitializeWorkerCustomScan of the outer collector: the leader's filter. */
+static void
+outer_collect_initialize_worker(CustomScanState *node, shm_toc *toc,
+								void *coordinate)
+{
+	OuterCollectState *oc = (OuterCollectState *) node;
+	AmqSharedFilter *sf = coordinate;
+	AmqOuterShared *os = AMQ_OUTER_SHARED(sf);
+	dsm_segment *seg = dsm_find_mapping(os->seg);
+
+	if (seg == NULL || ParallelWorkerNumber + 1 >= os->participants)
+		elog(ERROR, "shared state of a join pre-filter not found");
+	SharedFileSetAttach(&os->fileset, seg);
+	oc->sts = sts_attach(AMQ_OUTER_STS(os), ParallelWorkerNumber + 1,
+						 &os->fileset);
+	oc->sf = sf;
+}
+
+/*
+ * ShutdownCustomScan of the outer collector: in the leader, before the
+ * Gather above leaves the shared memory and after the workers are done, the
+ * totals for EXPLAIN ANALYZE; the filter there is no longer the join's.
+ */
+static void
+outer_collect_shutdown(CustomScanState *node)
+{
+	OuterCollectState *oc = (OuterCollectState *) node;
+	AmqJoinFilter *f = oc->shared;
+
+	outer_collect_stop_reading(oc);
+	if (oc->sf == NULL || IsParallelWorker())
+		return;
+	oc->have_totals = true;
+	oc->total_rows += pg_atomic_read_u64(&oc->sf->inner_rows);
+	f->shared_capacity = oc->sf->capacity;
+	f->shared_payload_len = oc->sf->payload_len;
+	f->shared_abandoned = pg_atomic_read_u32(&oc->sf->abandoned) != 0;
+	f->ready = false;
+	f->filter.payload = NULL;
+	oc->sf = NULL;
 }
 
 /* ExplainCustomScan of the outer collector: its keys, the rows read. */
@@ -1418,7 +1768,16 @@ outer_collect_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	OuterCollectState *oc = (OuterCollectState *) node;
 
 	explain_keys(node, ancestors, es, "Collect Keys");
-	if (es->analyze && oc->collected)
+	if (!es->analyze)
+		return;
+	if (oc->have_totals)
+	{
+		/* Parallel Hash: the rows of all participants */
+		ExplainPropertyUInteger("Outer Rows Collected", NULL, oc->total_rows, es);
+		if (oc->shared->shared_abandoned)
+			ExplainPropertyText("Filter", "not built: more outer rows than expected", es);
+	}
+	else if (oc->collected)
 	{
 		ExplainPropertyUInteger("Outer Rows Collected", NULL, oc->rows, es);
 		if (oc->streaming)
