@@ -1713,6 +1713,9 @@ outer_collect_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 	outer_collect_forget(oc);
 	if (oc->sf == NULL)
 		return;
+	/* the last scan's rows, for EXPLAIN ANALYZE */
+	oc->have_totals = true;
+	oc->total_rows += pg_atomic_read_u64(&oc->sf->inner_rows);
 	shared_filter_clear(oc->sf);
 	os = AMQ_OUTER_SHARED(oc->sf);
 	SharedFileSetDeleteAll(&os->fileset);
