@@ -964,7 +964,7 @@ prefilter_exec(CustomScanState *node)
 		else
 		{
 			/* on the inner side: the outer side is read first */
-			if (!shared->ready && shared->build_now)
+			if (!shared->ready && !shared->abandoned && shared->build_now)
 				shared->build_now(shared->build_now_arg);
 			if (!shared->ready)
 				return slot;
