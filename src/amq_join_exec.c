@@ -56,13 +56,13 @@
  */
 #include "compat.h"
 
+#include "access/htup_details.h"
 #include "access/parallel.h"
 #include "commands/explain.h"
 #include AMQ_EXPLAIN_FORMAT_H
 #include "executor/executor.h"
 #include "executor/hashjoin.h"
 #include "port/atomics.h"
-#include "pgstat.h"
 #include "port/pg_bswap.h"
 #include "storage/barrier.h"
 #include "storage/dsm.h"
@@ -74,6 +74,7 @@
 #include "utils/memutils.h"
 #include "utils/ruleutils.h"
 #include "utils/sharedtuplestore.h"
+#include AMQ_WAIT_EVENT_H
 #include "utils/tuplestore.h"
 
 #include "amq_join.h"

@@ -53,6 +53,16 @@
 #define AMQ_EXPLAIN_FORMAT_H "commands/explain.h"
 #endif
 
+/*
+ * Wait event classes (PG_WAIT_EXTENSION) moved from pgstat.h to
+ * utils/wait_event.h in 14; pgstat.h stopped including it in 19.
+ */
+#if PG_VERSION_NUM >= 140000
+#define AMQ_WAIT_EVENT_H "utils/wait_event.h"
+#else
+#define AMQ_WAIT_EVENT_H "pgstat.h"
+#endif
+
 /* vacuum_delay_point() takes whether it is called from ANALYZE since 18 */
 #if PG_VERSION_NUM >= 180000
 #define AMQ_VACUUM_DELAY_POINT() vacuum_delay_point(false)
