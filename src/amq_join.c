@@ -896,13 +896,7 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 			return false;
 	}
 
-	/*
-	 * Parallel Hash: one filter in shared memory, filled with atomic ORs; a
-	 * rescan of the Gather above starts every participant over.
-	 */
-	if (parallel &&
-		(!hash->plan.parallel_aware || sizeof(pg_atomic_uint32) != sizeof(uint32)))
-		return false;
+	/* Parallel Hash: a rescan of the Gather above starts every participant over */
 	if (parallel)
 		fixed = bms_union(fixed, w->gather_params);
 	if (nkeys < 0 || !bms_is_subset(outer->allParam, fixed))
@@ -986,6 +980,18 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 		outerPlan(hash) == NULL || !keys_supported(hj, hash))
 		return;
 
+	/*
+	 * Parallel Hash: each participant sees only part of either side, so the
+	 * filter (of either side's keys) is one for all of them, in shared
+	 * memory, filled with atomic ORs (amq_join_exec.c): that takes 32-bit
+	 * atomics that are plain words.
+	 */
+	parallel = hj->join.plan.parallel_aware;
+	if (parallel != hash->plan.parallel_aware)
+		return;
+	if (parallel && sizeof(pg_atomic_uint32) != sizeof(uint32))
+		return;
+
 	/* the larger side inside: its rows filtered by the outer keys */
 	if (add_inner_prefilter(hj, hash, w))
 		return;
@@ -1002,18 +1008,6 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 				return;
 			break;
 	}
-
-	/*
-	 * Parallel Hash: each participant sees only part of the inner side, so
-	 * the filter is one for all of them, in shared memory, filled with
-	 * atomic ORs (amq_join_exec.c): that takes 32-bit atomics that are
-	 * plain words.
-	 */
-	parallel = hj->join.plan.parallel_aware;
-	if (parallel != hash->plan.parallel_aware)
-		return;
-	if (parallel && sizeof(pg_atomic_uint32) != sizeof(uint32))
-		return;
 
 	/*
 	 * The cost rule.  A probe (a hash, one cache line of a filter much

@@ -125,7 +125,10 @@ typedef struct AmqJoinFilter
 	void		(*build_now) (void *arg);
 	void	   *build_now_arg;
 
-	/* in the leader, of such a filter in shared memory, for EXPLAIN */
+	/*
+	 * In the leader, of the join's filter in shared memory under Parallel
+	 * Hash (either direction), for EXPLAIN
+	 */
 	uint64		shared_capacity;	/* 0: none */
 	uint64		shared_payload_len;
 	bool		shared_abandoned;
@@ -234,8 +237,6 @@ typedef struct PrefilterState
 	bool		collected;		/* this segment's filter read */
 	bool		have_totals;
 	uint64		total_inner_rows;
-	uint64		capacity;
-	uint64		payload_len;
 
 	/*
 	 * A copy below a Gather of a join in the leader (AMQ_PUSHED_PUBLISHED):
@@ -1165,8 +1166,8 @@ prefilter_shutdown(CustomScanState *node)
 	ps->collected = true;
 	ps->have_totals = true;
 	ps->total_inner_rows += pg_atomic_read_u64(&ps->sf->inner_rows);
-	ps->capacity = ps->sf->capacity;
-	ps->payload_len = ps->sf->payload_len;
+	ps->shared->shared_capacity = ps->sf->capacity;
+	ps->shared->shared_payload_len = ps->sf->payload_len;
 }
 
 /*
@@ -1236,16 +1237,14 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		 * Parallel Hash: one filter, the counts of all participants (the
 		 * outer rows collected are the collector's to show)
 		 */
-		if (inner && f->shared_abandoned)
+		if (f->shared_abandoned)
 			ExplainPropertyText("Filter", "not built: more outer rows than expected", es);
 		else
 		{
 			ExplainPropertyText("Filter", "shared", es);
-			ExplainPropertyUInteger("Filter Capacity", NULL,
-									inner ? f->shared_capacity : ps->capacity, es);
+			ExplainPropertyUInteger("Filter Capacity", NULL, f->shared_capacity, es);
 			ExplainPropertyUInteger("Filter Size", "kB",
-									((inner ? f->shared_payload_len :
-									  ps->payload_len) + 1023) / 1024, es);
+									(f->shared_payload_len + 1023) / 1024, es);
 		}
 		if (!inner)
 			ExplainPropertyUInteger("Filter Inner Rows", NULL,
