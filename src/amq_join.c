@@ -57,7 +57,8 @@
  * Placed only where it is expected to pay (the cost rule, add_prefilter):
  * the planner expects at least bloomamq.join_prefilter_min_rows outer rows,
  * and expects the filter to remove at least
- * bloomamq.join_prefilter_min_remove of them (expected_removed_share).
+ * bloomamq.join_prefilter_min_remove of them (expected_removed_share),
+ * twice that for a filter of over AMQ_JOIN_CACHED_KEYS keys.
  * Elsewhere an AmqPrefilterSkipped node, a bare pass-through, stands on
  * the side with the fewer expected rows, and EXPLAIN VERBOSE shows why the
  * pre-filter was skipped.
@@ -404,7 +405,8 @@ key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
 
 /*
  * The share of hj's outer rows that the planner expects to match no inner
- * row, in [0, 1]: what a pre-filter can remove.
+ * row, in [0, 1]: what a pre-filter can remove.  inner_distinct is
+ * key_distinct of the inner keys (-1 where unknown).
  *
  * A semi join's estimated rows are its matching outer rows.  An inner (and
  * a right) join's rows are its outer rows times the inner rows each meets;
@@ -420,13 +422,12 @@ key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
  * assumes for semi joins; without the statistics of both, -1 (unknown).
  */
 static double
-expected_removed_share(PrefilterWalk *w, HashJoin *hj, Hash *hash)
+expected_removed_share(PrefilterWalk *w, HashJoin *hj, Hash *hash,
+					   double inner_distinct)
 {
 	Plan	   *outer = outerPlan(hj);
 	double		outer_rows = outer->plan_rows;
 	double		join_rows = hj->join.plan.plan_rows;
-	double		inner_distinct = key_distinct(w, outerPlan(hash), hash->hashkeys,
-											  inner_divisor(w, hash));
 	double		matched;
 
 	if (outer_rows <= 0)
@@ -985,6 +986,7 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	int			collector_node_id;
 	bool		parallel;
 	double		inner_rows;
+	double		inner_distinct;
 	double		remove;
 	AmqPrefilterDecision decision;
 
@@ -1026,12 +1028,16 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	 * smaller than the hash table) costs a fraction of the hash join's own
 	 * lookup of a row that finds nothing, and collecting the inner keys about
 	 * a probe per inner row: a pre-filter pays where it removes a good share
-	 * of many outer rows (min_remove, a judgment: docs/joins.md).  Where it is not expected to, an
+	 * of many outer rows (min_remove, a judgment: docs/joins.md), twice that
+	 * where the filter outgrows the cache (AMQ_JOIN_CACHED_KEYS).  Where it is not expected to, an
 	 * AmqPrefilterSkipped node that only passes rows on says why in EXPLAIN.
 	 * The runtime check (amq_join_exec.c) still stops a placed pre-filter
 	 * that removes too little.
 	 */
-	remove = expected_removed_share(w, hj, hash);
+	inner_rows = outerPlan(hash)->plan_rows * inner_divisor(w, hash);
+	inner_distinct = key_distinct(w, outerPlan(hash), hash->hashkeys,
+								  inner_divisor(w, hash));
+	remove = expected_removed_share(w, hj, hash, inner_distinct);
 	if (outer->plan_rows * w->parallel_divisor < amq_join_prefilter_min_rows)
 		decision = AMQ_PREFILTER_SKIPPED_ROWS;
 	else if (amq_join_prefilter_min_remove <= 0)
@@ -1040,12 +1046,14 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 		decision = AMQ_PREFILTER_SKIPPED_UNKNOWN;
 	else if (remove < amq_join_prefilter_min_remove)
 		decision = AMQ_PREFILTER_SKIPPED_COST;
+	else if (remove < 2 * amq_join_prefilter_min_remove &&
+			 (inner_distinct >= 0 ? inner_distinct : inner_rows) > AMQ_JOIN_CACHED_KEYS)
+		decision = AMQ_PREFILTER_SKIPPED_LARGE;
 	else
 		decision = AMQ_PREFILTER_PLACED;
 
 	id = ++w->last_filter_id;
 	collector_node_id = ++w->last_plan_node_id;
-	inner_rows = outerPlan(hash)->plan_rows * inner_divisor(w, hash);
 	ints = list_make4_int(id, !bms_is_empty(hash->plan.allParam), decision,
 						  (int) rint(remove * 1000));
 	ints = lappend_int(ints, parallel);

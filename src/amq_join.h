@@ -74,8 +74,18 @@ typedef enum AmqPrefilterDecision
 	AMQ_PREFILTER_PLACED,
 	AMQ_PREFILTER_SKIPPED_ROWS, /* fewer outer rows than min_rows */
 	AMQ_PREFILTER_SKIPPED_COST, /* removes less than min_remove */
+	AMQ_PREFILTER_SKIPPED_LARGE,	/* a filter of over AMQ_JOIN_CACHED_KEYS
+									 * keys removes less than twice that */
 	AMQ_PREFILTER_SKIPPED_UNKNOWN	/* no estimate of what it removes */
 } AmqPrefilterDecision;
+
+/*
+ * The most inner keys whose filter (1.3 MB at 1%) a probe usually finds in
+ * a core's L2 cache.  A larger one misses the cache on most probes, as the
+ * hash join's own lookup does, and pays only where it removes at least
+ * twice min_remove (docs/joins.md has the measurements).
+ */
+#define AMQ_JOIN_CACHED_KEYS		1000000
 
 extern const CustomScanMethods amq_prefilter_scan_methods;
 extern const CustomScanMethods amq_collector_scan_methods;

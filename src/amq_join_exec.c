@@ -1863,6 +1863,12 @@ skipped_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Prefilter",
 							psprintf("skipped, %d outer rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
 									 rows, amq_join_prefilter_min_rows), es);
+	else if (decision == AMQ_PREFILTER_SKIPPED_LARGE)
+		ExplainPropertyText("Prefilter",
+							psprintf("skipped, expected to remove %.1f%% of %d outer rows, less than twice bloomamq.join_prefilter_min_remove (%g%%), which a filter of over %d inner keys needs",
+									 remove / 10.0, rows,
+									 amq_join_prefilter_min_remove * 200,
+									 AMQ_JOIN_CACHED_KEYS), es);
 	else if (decision == AMQ_PREFILTER_SKIPPED_UNKNOWN)
 		ExplainPropertyText("Prefilter",
 							psprintf("skipped, no statistics estimate how many of %d outer rows match",
