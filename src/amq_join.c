@@ -876,10 +876,13 @@ find_fixed_params(Plan **slot, void *arg)
  * (distinct outer over distinct inner keys, the planner's own containment
  * assumption), and where that share is expected to be at least
  * INNER_REMOVED_PER_OUTER inner rows for each outer row.
- * Returns whether it did; then the join gets no outer pre-filter.
+ * Returns whether it did; then the join gets no outer pre-filter.  Where
+ * it did not, *why says why (AMQ_INNER_NONE: the join is no candidate),
+ * and *why_remove is the expected share of inner rows removed (-1 unknown).
  */
 static bool
-add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
+add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
+					AmqInnerDecision *why, double *why_remove)
 {
 	Plan	   *outer = outerPlan(hj);
 	Plan	   *inner = outerPlan(hash);
@@ -897,6 +900,8 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 	double		divisor = parallel ? w->parallel_divisor : 1.0;
 	Bitmapset  *fixed = w->fixed_params;
 
+	*why = AMQ_INNER_NONE;
+	*why_remove = -1;
 	switch (hj->join.jointype)
 	{
 		case JOIN_INNER:
@@ -907,23 +912,32 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 		default:
 			return false;
 	}
+	if (nkeys < 0 || inner->plan_rows <= outer->plan_rows)
+		return false;
 
 	/* Parallel Hash: a rescan of the Gather above starts every participant over */
 	if (parallel)
 		fixed = bms_union(fixed, w->gather_params);
-	if (nkeys < 0 || !bms_is_subset(outer->allParam, fixed))
+	*why = AMQ_INNER_SKIPPED_OUTER;
+	if (!bms_is_subset(outer->allParam, fixed))
 		return false;
-	if (inner->plan_rows * divisor < amq_join_prefilter_min_rows ||
-		outer->plan_rows * INNER_REMOVED_PER_OUTER > inner->plan_rows)
+	*why = AMQ_INNER_SKIPPED_ROWS;
+	if (inner->plan_rows * divisor < amq_join_prefilter_min_rows)
 		return false;
+	*why = AMQ_INNER_SKIPPED_UNKNOWN;
 	outer_distinct = key_distinct(w, outer, hj->hashkeys, divisor);
 	inner_distinct = key_distinct(w, inner, hash->hashkeys, divisor);
 	if (outer_distinct < 0 || inner_distinct < 1)
 		return false;
 	remove = 1.0 - Min(outer_distinct / inner_distinct, 1.0);
-	if (remove < Max(amq_join_prefilter_min_remove, 0.0) || remove <= 0 ||
-		remove * inner->plan_rows < outer->plan_rows * INNER_REMOVED_PER_OUTER)
+	*why_remove = remove;
+	*why = AMQ_INNER_SKIPPED_COST;
+	if (remove < Max(amq_join_prefilter_min_remove, 0.0) || remove <= 0)
 		return false;
+	*why = AMQ_INNER_SKIPPED_RATIO;
+	if (remove * inner->plan_rows < outer->plan_rows * INNER_REMOVED_PER_OUTER)
+		return false;
+	*why = AMQ_INNER_SKIPPED_OUTER;
 	find_unstable(&outerPlan(hj), &found);
 	if (found)
 		return false;
@@ -975,6 +989,52 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w)
 	return true;
 }
 
+/* The integers of a prefilter's or collector's private list (amq_join.h). */
+static List *
+prefilter_ints(HashJoin *hj, Hash *hash, PrefilterWalk *w, int id,
+			   int collector_node_id, AmqPrefilterDecision decision,
+			   double remove, AmqInnerDecision inner_why, double inner_remove)
+{
+	double		inner_rows = outerPlan(hash)->plan_rows * inner_divisor(w, hash);
+	List	   *ints;
+
+	ints = list_make4_int(id, !bms_is_empty(hash->plan.allParam), decision,
+						  (int) rint(remove * 1000));
+	ints = lappend_int(ints, hj->join.plan.parallel_aware);
+	ints = lappend_int(ints, hj->join.plan.plan_node_id);
+	ints = lappend_int(ints, collector_node_id);
+	ints = lappend_int(ints, (int) Min(inner_rows, (double) INT_MAX));
+	ints = lappend_int(ints, AMQ_PUSHED_NONE);
+	ints = lappend_int(ints, (int) Min(outerPlan(hj)->plan_rows, (double) INT_MAX));
+	ints = lappend_int(ints, inner_why);
+	return lappend_int(ints, (int) rint(inner_remove * 1000));
+}
+
+/*
+ * An AmqPrefilterSkipped node, which says in EXPLAIN why hj got no
+ * pre-filter: on the outer side (decision, remove) and, where it was a
+ * candidate, on the inner side (inner_why, inner_remove; a placed outer
+ * pre-filter says that too).  It costs a call
+ * per row: it goes on the side the planner expects the fewer rows on,
+ * usually the inner one (a foreign-key join's dimension), under the Hash.
+ */
+static void
+add_skipped(HashJoin *hj, Hash *hash, PrefilterWalk *w,
+			AmqPrefilterDecision decision, double remove,
+			AmqInnerDecision inner_why, double inner_remove)
+{
+	List	   *ints = prefilter_ints(hj, hash, w, 0, 0, decision, remove,
+									  inner_why, inner_remove);
+	Plan	  **slot = outerPlan(hj)->plan_rows < outerPlan(hash)->plan_rows ?
+		&outerPlan(hj) : &outerPlan(hash);
+
+	*slot = (Plan *)
+		make_pass_through(&amq_skipped_scan_methods, *slot, NIL,
+						  ints, NIL, ++w->last_plan_node_id);
+	/* a bare pass-through: no per-row work to cost */
+	(*slot)->total_cost = outerPlan(*slot)->total_cost;
+}
+
 /* Put the collector over hj's inner child, the pre-filter over its outer. */
 static void
 add_prefilter(HashJoin *hj, PrefilterWalk *w)
@@ -989,6 +1049,8 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	double		inner_distinct;
 	double		remove;
 	AmqPrefilterDecision decision;
+	AmqInnerDecision inner_why;
+	double		inner_remove;
 
 	if (hash == NULL || !IsA(hash, Hash) || outer == NULL ||
 		outerPlan(hash) == NULL || !keys_supported(hj, hash))
@@ -1007,7 +1069,7 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 		return;
 
 	/* the larger side inside: its rows filtered by the outer keys */
-	if (add_inner_prefilter(hj, hash, w))
+	if (add_inner_prefilter(hj, hash, w, &inner_why, &inner_remove))
 		return;
 
 	/* only where an outer row that matches no inner row is not emitted */
@@ -1019,7 +1081,13 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 			break;
 		default:
 			if (!amq_join_returns_inner_only(hj->join.jointype))
+			{
+				/* the inner side's reason, if it was a candidate */
+				if (inner_why != AMQ_INNER_NONE)
+					add_skipped(hj, hash, w, AMQ_PREFILTER_NONE, -1,
+								inner_why, inner_remove);
 				return;
+			}
 			break;
 	}
 
@@ -1052,33 +1120,16 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	else
 		decision = AMQ_PREFILTER_PLACED;
 
-	id = ++w->last_filter_id;
-	collector_node_id = ++w->last_plan_node_id;
-	ints = list_make4_int(id, !bms_is_empty(hash->plan.allParam), decision,
-						  (int) rint(remove * 1000));
-	ints = lappend_int(ints, parallel);
-	ints = lappend_int(ints, hj->join.plan.plan_node_id);
-	ints = lappend_int(ints, collector_node_id);
-	ints = lappend_int(ints, (int) Min(inner_rows, (double) INT_MAX));
-	ints = lappend_int(ints, AMQ_PUSHED_NONE);
-	ints = lappend_int(ints, (int) Min(outer->plan_rows, (double) INT_MAX));
 	if (decision != AMQ_PREFILTER_PLACED)
 	{
-		/*
-		 * The skipped node costs a call per row: it goes on the side the
-		 * planner expects the fewer rows on, usually the inner one (a
-		 * foreign-key join's dimension), under the Hash.
-		 */
-		Plan	  **slot = outer->plan_rows < outerPlan(hash)->plan_rows ?
-			&outerPlan(hj) : &outerPlan(hash);
-
-		*slot = (Plan *)
-			make_pass_through(&amq_skipped_scan_methods, *slot, NIL,
-							  ints, NIL, ++w->last_plan_node_id);
-		/* a bare pass-through: no per-row work to cost */
-		(*slot)->total_cost = outerPlan(*slot)->total_cost;
+		add_skipped(hj, hash, w, decision, remove, inner_why, inner_remove);
 		return;
 	}
+
+	id = ++w->last_filter_id;
+	collector_node_id = ++w->last_plan_node_id;
+	ints = prefilter_ints(hj, hash, w, id, collector_node_id, decision, remove,
+						  inner_why, inner_remove);
 
 	outerPlan(hash) = (Plan *)
 		make_pass_through(&amq_collector_scan_methods, outerPlan(hash),

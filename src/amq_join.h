@@ -49,6 +49,10 @@ typedef enum AmqJoinPrefilterMode
 #define AMQ_JOIN_INT_PUSHED			8	/* AmqPrefilterPushed */
 #define AMQ_JOIN_INT_OUTER_ROWS		9	/* planner's estimate, per participant (the
 										 * inner rows, for AMQ_PUSHED_INNER) */
+/* only in the nodes of a filter of the outer side, and skipped ones: */
+#define AMQ_JOIN_INT_INNER_DECISION	10	/* AmqInnerDecision */
+#define AMQ_JOIN_INT_INNER_REMOVE	11	/* expected share of inner rows
+										 * removed, per mille; -1 unknown */
 
 /* A prefilter pushed down the outer side, and the join's own. */
 typedef enum AmqPrefilterPushed
@@ -76,8 +80,26 @@ typedef enum AmqPrefilterDecision
 	AMQ_PREFILTER_SKIPPED_COST, /* removes less than min_remove */
 	AMQ_PREFILTER_SKIPPED_LARGE,	/* a filter of over AMQ_JOIN_CACHED_KEYS
 									 * keys removes less than twice that */
-	AMQ_PREFILTER_SKIPPED_UNKNOWN	/* no estimate of what it removes */
+	AMQ_PREFILTER_SKIPPED_UNKNOWN,	/* no estimate of what it removes */
+	AMQ_PREFILTER_NONE			/* the join keeps every outer row (anti,
+								 * left): only the inner side's reason */
 } AmqPrefilterDecision;
+
+/*
+ * Why a hash join whose inner side is the larger got no filter of its
+ * inner rows (add_inner_prefilter), for EXPLAIN VERBOSE.
+ */
+typedef enum AmqInnerDecision
+{
+	AMQ_INNER_NONE,				/* not a candidate: the inner side is not the
+								 * larger, or the join or keys do not allow */
+	AMQ_INNER_SKIPPED_OUTER,	/* the outer side may read other rows when
+								 * read again */
+	AMQ_INNER_SKIPPED_ROWS,		/* fewer inner rows than min_rows */
+	AMQ_INNER_SKIPPED_UNKNOWN,	/* no statistics of both keys */
+	AMQ_INNER_SKIPPED_COST,		/* removes less than min_remove */
+	AMQ_INNER_SKIPPED_RATIO		/* fewer than three inner rows per outer */
+} AmqInnerDecision;
 
 /*
  * The most inner keys whose filter (1.3 MB at 1%) a probe usually finds in

@@ -614,6 +614,46 @@ private_int(CustomScanState *node, int which)
 						which);
 }
 
+/*
+ * EXPLAIN of a hash join's pre-filter of the outer side, or of a skipped
+ * one, where the inner side was the larger: why its rows got no filter.
+ */
+static void
+explain_inner_why(CustomScanState *node, ExplainState *es)
+{
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	AmqInnerDecision inner_why;
+	double		inner_remove;
+	int			inner_rows;
+	char	   *why;
+
+	if (list_length(list_nth(cscan->custom_private, AMQ_JOIN_PRIV_INTS)) <=
+		AMQ_JOIN_INT_INNER_REMOVE)
+		return;
+	inner_why = private_int(node, AMQ_JOIN_INT_INNER_DECISION);
+	inner_remove = private_int(node, AMQ_JOIN_INT_INNER_REMOVE) / 10.0;
+	inner_rows = private_int(node, AMQ_JOIN_INT_INNER_ROWS);
+	if (inner_why == AMQ_INNER_NONE)
+		return;
+	if (!es->verbose)
+		why = "skipped";
+	else if (inner_why == AMQ_INNER_SKIPPED_OUTER)
+		why = "skipped, the outer side may read other rows when read again";
+	else if (inner_why == AMQ_INNER_SKIPPED_ROWS)
+		why = psprintf("skipped, %d inner rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
+					   inner_rows, amq_join_prefilter_min_rows);
+	else if (inner_why == AMQ_INNER_SKIPPED_UNKNOWN)
+		why = psprintf("skipped, no statistics of both keys estimate how many of %d inner rows match",
+					   inner_rows);
+	else if (inner_why == AMQ_INNER_SKIPPED_COST)
+		why = psprintf("skipped, expected to remove %.1f%% of %d inner rows, less than bloomamq.join_prefilter_min_remove (%g%%)",
+					   inner_remove, inner_rows, amq_join_prefilter_min_remove * 100);
+	else
+		why = psprintf("skipped, expected to remove %.1f%% of %d inner rows, fewer than three for each outer row",
+					   inner_remove, inner_rows);
+	ExplainPropertyText("Inner Prefilter", why, es);
+}
+
 /* EXPLAIN: the key expressions, deparsed against the node's child */
 static void
 explain_keys(CustomScanState *node, List *ancestors, ExplainState *es,
@@ -1220,10 +1260,13 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyText("Prefilter",
 								psprintf("pushed down from a hash join above the Gather, its filter published to the workers, %s", why), es);
 		else
+		{
 			ExplainPropertyText("Prefilter",
 								psprintf("placed, %s%s", why,
 										 pushed == AMQ_PUSHED_HAS_COPY ?
 										 "; also pushed down" : ""), es);
+			explain_inner_why(node, es);
+		}
 	}
 	/* (the instrumentation's type was renamed in 19: not named here) */
 	if (!es->analyze || node->ss.ps.instrument == NULL)
@@ -1848,36 +1891,38 @@ skipped_exec(CustomScanState *node)
 
 /*
  * EXPLAIN of a skipped pre-filter: that it is, and with VERBOSE why, from
- * the planner's estimates.
+ * the planner's estimates: for the outer side's rows and, where the inner
+ * side is the larger, for the inner side's.
  */
 static void
 skipped_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	AmqPrefilterDecision decision = private_int(node, AMQ_JOIN_INT_DECISION);
-	int			remove = private_int(node, AMQ_JOIN_INT_REMOVE);
+	double		remove = private_int(node, AMQ_JOIN_INT_REMOVE) / 10.0;
 	int			rows = private_int(node, AMQ_JOIN_INT_OUTER_ROWS);
+	double		min_remove = amq_join_prefilter_min_remove * 100;
+	char	   *why = NULL;
 
-	if (!es->verbose)
-		ExplainPropertyText("Prefilter", "skipped", es);
-	else if (decision == AMQ_PREFILTER_SKIPPED_ROWS)
-		ExplainPropertyText("Prefilter",
-							psprintf("skipped, %d outer rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
-									 rows, amq_join_prefilter_min_rows), es);
-	else if (decision == AMQ_PREFILTER_SKIPPED_LARGE)
-		ExplainPropertyText("Prefilter",
-							psprintf("skipped, expected to remove %.1f%% of %d outer rows, less than twice bloomamq.join_prefilter_min_remove (%g%%), which a filter of over %d inner keys needs",
-									 remove / 10.0, rows,
-									 amq_join_prefilter_min_remove * 200,
-									 AMQ_JOIN_CACHED_KEYS), es);
-	else if (decision == AMQ_PREFILTER_SKIPPED_UNKNOWN)
-		ExplainPropertyText("Prefilter",
-							psprintf("skipped, no statistics estimate how many of %d outer rows match",
-									 rows), es);
-	else
-		ExplainPropertyText("Prefilter",
-							psprintf("skipped, expected to remove %.1f%% of %d outer rows, less than bloomamq.join_prefilter_min_remove (%g%%)",
-									 remove / 10.0, rows,
-									 amq_join_prefilter_min_remove * 100), es);
+	if (decision != AMQ_PREFILTER_NONE)
+	{
+		if (!es->verbose)
+			why = "skipped";
+		else if (decision == AMQ_PREFILTER_SKIPPED_ROWS)
+			why = psprintf("skipped, %d outer rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
+						   rows, amq_join_prefilter_min_rows);
+		else if (decision == AMQ_PREFILTER_SKIPPED_LARGE)
+			why = psprintf("skipped, expected to remove %.1f%% of %d outer rows, less than twice bloomamq.join_prefilter_min_remove (%g%%), which a filter of over %d inner keys needs",
+						   remove, rows, min_remove * 2, AMQ_JOIN_CACHED_KEYS);
+		else if (decision == AMQ_PREFILTER_SKIPPED_UNKNOWN)
+			why = psprintf("skipped, no statistics estimate how many of %d outer rows match",
+						   rows);
+		else
+			why = psprintf("skipped, expected to remove %.1f%% of %d outer rows, less than bloomamq.join_prefilter_min_remove (%g%%)",
+						   remove, rows, min_remove);
+		ExplainPropertyText("Prefilter", why, es);
+	}
+
+	explain_inner_why(node, es);
 }
 
 /* Register the custom scans' methods. */
