@@ -42,6 +42,8 @@
  *
  * It pays only when many outer rows cannot join: after
  * AMQ_PREFILTER_SAMPLE probes, a pass rate above AMQ_PREFILTER_MAX_PASS
+ * (AMQ_PREFILTER_MAX_PASS_LARGE for a filter larger than one of
+ * AMQ_JOIN_CACHED_KEYS keys, whose probes miss the cache)
  * pauses the probing for the next AMQ_PREFILTER_PAUSE rows, then it samples
  * again: rows stored in key order (a fact table loaded by date, lineitem
  * by order) can all match in one stretch and not in the next, and a filter
@@ -85,8 +87,16 @@
 #define AMQ_JOIN_FPR			0.01
 #define AMQ_PREFILTER_SAMPLE	4096
 #define AMQ_PREFILTER_MAX_PASS	0.9
+#define AMQ_PREFILTER_MAX_PASS_LARGE	0.6
 #define AMQ_PREFILTER_PAUSE		(15 * AMQ_PREFILTER_SAMPLE)
 #define AMQ_COLLECT_MIN_BYTES	((Size) 64 * 1024 * 1024)
+
+/*
+ * Hashes a collector under Parallel Hash holds while the shared filter's
+ * lines for them are prefetched, then adds together: a filter larger than
+ * the cache costs overlapping misses, not one waited-for miss per row.
+ */
+#define AMQ_COLLECT_BATCH		32
 
 /*
  * The fewest keys a shared filter is sized for: 128K keys at 1% is 169 kB,
@@ -205,7 +215,9 @@ typedef struct CollectState
 	/* under Parallel Hash with shared memory: the filter there */
 	AmqSharedFilter *sf;
 	AmqFilter	sf_plan;		/* its geometry, planned by the leader */
-	uint64		unflushed_rows; /* hashed, not yet added to sf */
+	uint64		unflushed_rows; /* hashed, not yet counted in sf */
+	int			npending;		/* hashes waiting for their prefetched lines */
+	uint64		pending[AMQ_COLLECT_BATCH];
 } CollectState;
 
 typedef struct PrefilterState
@@ -396,6 +408,28 @@ filter_build(AmqJoinFilter *f)
 	MemoryContextSwitchTo(old);
 	if (f->publish_to)
 		filter_publish(f, f->publish_to);
+}
+
+/*
+ * The size of a join filter of AMQ_JOIN_CACHED_KEYS keys: a larger one
+ * misses the cache on most probes, and pauses itself sooner.
+ */
+static uint64
+cached_filter_bytes(void)
+{
+	static uint64 bytes = 0;
+
+	if (bytes == 0)
+	{
+		AmqFilter	f;
+
+		if (amq_plan(&f, AMQ_KIND_BLOCKED, AMQ_JOIN_CACHED_KEYS,
+					 AMQ_JOIN_FPR) != AMQ_OK)
+			elog(ERROR, "could not size a join pre-filter for %d keys",
+				 AMQ_JOIN_CACHED_KEYS);
+		bytes = f.payload_len;
+	}
+	return bytes;
 }
 
 /* Probe the join filter (blocked, unseeded) for one hash. */
@@ -733,11 +767,20 @@ collect_begin(CustomScanState *node, EState *estate, int eflags)
 	keys_init(&cs->keys, node, estate);
 }
 
-/* Add this participant's count of hashed rows to the shared one. */
+/*
+ * Add this participant's pending hashes to the shared filter, and its count
+ * of hashed rows to the shared one.  Adding is always safe (hashes of a
+ * scan started over only add false positives); dropping is not.
+ */
 static void
 collect_flush(CollectState *cs)
 {
-	if (cs->sf && cs->unflushed_rows > 0)
+	if (cs->sf == NULL)
+		return;
+	for (int i = 0; i < cs->npending; i++)
+		shared_filter_add(cs->sf, cs->pending[i]);
+	cs->npending = 0;
+	if (cs->unflushed_rows > 0)
 	{
 		pg_atomic_fetch_add_u64(&cs->sf->inner_rows, cs->unflushed_rows);
 		cs->unflushed_rows = 0;
@@ -754,13 +797,21 @@ collect_exec(CustomScanState *node)
 
 	if (cs->sf)
 	{
-		/* Parallel Hash: straight into the shared filter */
+		/* Parallel Hash: into the shared filter, in prefetched batches */
 		if (TupIsNull(slot))
 			collect_flush(cs);
 		else if (keys_hash(&cs->keys, slot, &hash))
 		{
-			shared_filter_add(cs->sf, hash);
+			__builtin_prefetch(AMQ_SHARED_PAYLOAD(cs->sf) + AMQ_BLOCKED_BLOCK_BYTES *
+							   amq_blocked_block(hash, cs->sf->nblocks), 1);
+			cs->pending[cs->npending++] = hash;
 			cs->unflushed_rows++;
+			if (cs->npending == AMQ_COLLECT_BATCH)
+			{
+				for (int i = 0; i < AMQ_COLLECT_BATCH; i++)
+					shared_filter_add(cs->sf, cs->pending[i]);
+				cs->npending = 0;
+			}
 		}
 		return slot;
 	}
@@ -785,6 +836,7 @@ collect_rescan(CustomScanState *node)
 {
 	CollectState *cs = (CollectState *) node;
 
+	collect_flush(cs);
 	filter_reset(cs->shared);
 	cs->done = false;
 	pass_through_rescan(node);
@@ -1024,7 +1076,10 @@ prefilter_exec(CustomScanState *node)
 
 		if (unlikely(ps->scan_probed == AMQ_PREFILTER_SAMPLE))
 		{
-			if (ps->scan_passed > AMQ_PREFILTER_MAX_PASS * AMQ_PREFILTER_SAMPLE)
+			double		max_pass = filter->payload_len > cached_filter_bytes() ?
+				AMQ_PREFILTER_MAX_PASS_LARGE : AMQ_PREFILTER_MAX_PASS;
+
+			if (ps->scan_passed > max_pass * AMQ_PREFILTER_SAMPLE)
 			{
 				/* most rows join: probing costs more than it saves */
 				ps->disabled = true;
