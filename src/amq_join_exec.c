@@ -649,6 +649,32 @@ private_int(CustomScanState *node, int which)
 }
 
 /*
+ * The forms of EXPLAIN VERBOSE's reasons for a skipped pre-filter of either
+ * side's rows: too few rows, or too few removed (than: the bound missed).
+ */
+static char *
+skipped_few_rows(int rows, const char *side)
+{
+	return psprintf("skipped, %d %s rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
+					rows, side, amq_join_prefilter_min_rows);
+}
+
+static char *
+skipped_few_removed(double remove, int rows, const char *side, const char *than)
+{
+	return psprintf("skipped, expected to remove %.1f%% of %d %s rows, %s",
+					remove, rows, side, than);
+}
+
+static char *
+below_min_remove(bool twice)
+{
+	return psprintf("less than %sbloomamq.join_prefilter_min_remove (%g%%)",
+					twice ? "twice " : "",
+					amq_join_prefilter_min_remove * (twice ? 200 : 100));
+}
+
+/*
  * EXPLAIN of a hash join's pre-filter of the outer side, or of a skipped
  * one, where the inner side was the larger: why its rows got no filter.
  */
@@ -674,17 +700,16 @@ explain_inner_why(CustomScanState *node, ExplainState *es)
 	else if (inner_why == AMQ_INNER_SKIPPED_OUTER)
 		why = "skipped, the outer side may read other rows when read again";
 	else if (inner_why == AMQ_INNER_SKIPPED_ROWS)
-		why = psprintf("skipped, %d inner rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
-					   inner_rows, amq_join_prefilter_min_rows);
+		why = skipped_few_rows(inner_rows, "inner");
 	else if (inner_why == AMQ_INNER_SKIPPED_UNKNOWN)
 		why = psprintf("skipped, no statistics of both keys estimate how many of %d inner rows match",
 					   inner_rows);
 	else if (inner_why == AMQ_INNER_SKIPPED_COST)
-		why = psprintf("skipped, expected to remove %.1f%% of %d inner rows, less than bloomamq.join_prefilter_min_remove (%g%%)",
-					   inner_remove, inner_rows, amq_join_prefilter_min_remove * 100);
+		why = skipped_few_removed(inner_remove, inner_rows, "inner",
+								  below_min_remove(false));
 	else
-		why = psprintf("skipped, expected to remove %.1f%% of %d inner rows, fewer than three for each outer row",
-					   inner_remove, inner_rows);
+		why = skipped_few_removed(inner_remove, inner_rows, "inner",
+								  "fewer than three for each outer row");
 	ExplainPropertyText("Inner Prefilter", why, es);
 }
 
@@ -767,6 +792,15 @@ collect_begin(CustomScanState *node, EState *estate, int eflags)
 	keys_init(&cs->keys, node, estate);
 }
 
+/* Add the pending hashes, whose lines were prefetched, to the shared filter. */
+static void
+collect_add_pending(CollectState *cs)
+{
+	for (int i = 0; i < cs->npending; i++)
+		shared_filter_add(cs->sf, cs->pending[i]);
+	cs->npending = 0;
+}
+
 /*
  * Add this participant's pending hashes to the shared filter, and its count
  * of hashed rows to the shared one.  Adding is always safe (hashes of a
@@ -777,9 +811,7 @@ collect_flush(CollectState *cs)
 {
 	if (cs->sf == NULL)
 		return;
-	for (int i = 0; i < cs->npending; i++)
-		shared_filter_add(cs->sf, cs->pending[i]);
-	cs->npending = 0;
+	collect_add_pending(cs);
 	if (cs->unflushed_rows > 0)
 	{
 		pg_atomic_fetch_add_u64(&cs->sf->inner_rows, cs->unflushed_rows);
@@ -807,11 +839,7 @@ collect_exec(CustomScanState *node)
 			cs->pending[cs->npending++] = hash;
 			cs->unflushed_rows++;
 			if (cs->npending == AMQ_COLLECT_BATCH)
-			{
-				for (int i = 0; i < AMQ_COLLECT_BATCH; i++)
-					shared_filter_add(cs->sf, cs->pending[i]);
-				cs->npending = 0;
-			}
+				collect_add_pending(cs);
 		}
 		return slot;
 	}
@@ -1955,7 +1983,6 @@ skipped_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	AmqPrefilterDecision decision = private_int(node, AMQ_JOIN_INT_DECISION);
 	double		remove = private_int(node, AMQ_JOIN_INT_REMOVE) / 10.0;
 	int			rows = private_int(node, AMQ_JOIN_INT_OUTER_ROWS);
-	double		min_remove = amq_join_prefilter_min_remove * 100;
 	char	   *why = NULL;
 
 	if (decision != AMQ_PREFILTER_NONE)
@@ -1963,17 +1990,17 @@ skipped_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		if (!es->verbose)
 			why = "skipped";
 		else if (decision == AMQ_PREFILTER_SKIPPED_ROWS)
-			why = psprintf("skipped, %d outer rows expected, fewer than bloomamq.join_prefilter_min_rows (%d)",
-						   rows, amq_join_prefilter_min_rows);
+			why = skipped_few_rows(rows, "outer");
 		else if (decision == AMQ_PREFILTER_SKIPPED_LARGE)
-			why = psprintf("skipped, expected to remove %.1f%% of %d outer rows, less than twice bloomamq.join_prefilter_min_remove (%g%%), which a filter of over %d inner keys needs",
-						   remove, rows, min_remove * 2, AMQ_JOIN_CACHED_KEYS);
+			why = skipped_few_removed(remove, rows, "outer",
+									  psprintf("%s, which a filter of over %d inner keys needs",
+											   below_min_remove(true),
+											   AMQ_JOIN_CACHED_KEYS));
 		else if (decision == AMQ_PREFILTER_SKIPPED_UNKNOWN)
 			why = psprintf("skipped, no statistics estimate how many of %d outer rows match",
 						   rows);
 		else
-			why = psprintf("skipped, expected to remove %.1f%% of %d outer rows, less than bloomamq.join_prefilter_min_remove (%g%%)",
-						   remove, rows, min_remove);
+			why = skipped_few_removed(remove, rows, "outer", below_min_remove(false));
 		ExplainPropertyText("Prefilter", why, es);
 	}
 
