@@ -686,6 +686,46 @@ DROP FUNCTION jp_parallel(text);
 DROP FUNCTION jp_explain(text);
 DROP FUNCTION jp_removed(text);
 
+-- Read-ahead (bloomamq.join_prefilter_read_ahead; by default for filters
+-- larger than the cache, 'on' for any): the pre-filter reads 16 rows of its
+-- child ahead and probes them together.  Shown by a Limit that needs one
+-- row: the scan below reads 16 rows, where without read-ahead it stops at
+-- the first that joins, its 7th; the rows after a rescan are the new
+-- scan's (the first key above x that joins, a multiple of 7), never rows
+-- read ahead in the scan before.  (The differential test below reads ahead
+-- in half its queries.)
+CREATE TABLE jp_ra_outer AS SELECT k FROM generate_series(1, 1000) k;
+CREATE TABLE jp_ra_inner AS SELECT k FROM generate_series(7, 1000, 7) k;
+ANALYZE jp_ra_outer;
+ANALYZE jp_ra_inner;
+CREATE FUNCTION jp_scan_rows(q text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		IF line ~ 'Seq Scan on jp_ra_outer' THEN
+			RETURN (regexp_match(line, 'rows=(\d+)'))[1]::int;
+		END IF;
+	END LOOP;
+	RETURN NULL;
+END $$;
+SET bloomamq.join_prefilter_read_ahead = off;
+SELECT jp_scan_rows('SELECT * FROM jp_ra_outer o JOIN jp_ra_inner i ON o.k = i.k LIMIT 1') AS rows_read_without;
+-- (17 where the hash join fetches its first outer row before the filter is
+-- built, which passes that row unprobed)
+SET bloomamq.join_prefilter_read_ahead = on;
+SELECT jp_scan_rows('SELECT * FROM jp_ra_outer o JOIN jp_ra_inner i ON o.k = i.k LIMIT 1') IN (16, 17) AS rows_read_ahead;
+SELECT count(*) AS values, count(*) FILTER (WHERE first_joined = (x / 7 + 1) * 7) AS first_joined_right
+FROM (SELECT x, (SELECT o.k FROM jp_ra_outer o JOIN jp_ra_inner i ON o.k = i.k WHERE o.k > x LIMIT 1) AS first_joined
+	  FROM generate_series(0, 980, 35) x) s;
+-- every row that joins
+SELECT a.h = b.h AS all_joined FROM
+	(SELECT md5(string_agg(o.k::text, ',' ORDER BY o.k)) AS h FROM jp_ra_outer o JOIN jp_ra_inner i ON o.k = i.k) a,
+	(SELECT md5(string_agg(k::text, ',' ORDER BY k)) AS h FROM jp_ra_inner) b;
+RESET bloomamq.join_prefilter_read_ahead;
+DROP FUNCTION jp_scan_rows(text);
+DROP TABLE jp_ra_outer, jp_ra_inner;
+
 -- The differential test.  Each generated query runs with the setting off
 -- and on; the rows (as a sorted multiset) must be equal.  Returns the
 -- number of queries, of mismatches (must be 0), and of queries whose plan
@@ -760,6 +800,8 @@ BEGIN
 		PERFORM set_config('enable_nestloop', 'off', true);
 		PERFORM set_config('enable_mergejoin', 'off', true);
 		PERFORM set_config('enable_hashagg', CASE WHEN random() < 0.5 THEN 'on' ELSE 'off' END, true);
+		-- rows read ahead for every filter, or (small filters) for none
+		PERFORM set_config('bloomamq.join_prefilter_read_ahead', CASE WHEN random() < 0.5 THEN 'on' ELSE 'auto' END, true);
 
 		PERFORM set_config('bloomamq.join_prefilter', 'off', true);
 		EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)

@@ -1308,9 +1308,8 @@ AmqJoinInit(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
-	MarkGUCPrefixReserved("bloomamq");
-
 	AmqJoinExecInit();
+	MarkGUCPrefixReserved("bloomamq");
 
 	prev_planner_hook = planner_hook;
 	planner_hook = amq_join_planner;

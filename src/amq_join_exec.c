@@ -77,6 +77,7 @@
 #include "utils/ruleutils.h"
 #include "utils/sharedtuplestore.h"
 #include AMQ_WAIT_EVENT_H
+#include "utils/guc.h"
 #include "utils/tuplestore.h"
 
 #include "amq_join.h"
@@ -97,6 +98,31 @@
  * the cache costs overlapping misses, not one waited-for miss per row.
  */
 #define AMQ_COLLECT_BATCH		32
+
+/*
+ * Rows a pre-filter reads ahead of the one it returns where its filter is
+ * larger than the cache, their filter lines prefetched together: the
+ * probes' misses overlap.  Only where the child's rows are cheap to hold:
+ * rows in a shared buffer (a copy is a pin) or of values passed by value.
+ */
+#define AMQ_PREFILTER_AHEAD		16
+
+/* bloomamq.join_prefilter_read_ahead: for filters larger than the cache */
+typedef enum
+{
+	AMQ_READ_AHEAD_OFF,
+	AMQ_READ_AHEAD_AUTO,		/* larger than cached_filter_bytes() */
+	AMQ_READ_AHEAD_ON			/* every filter */
+} AmqReadAhead;
+
+static int	amq_join_prefilter_read_ahead = AMQ_READ_AHEAD_AUTO;
+
+static const struct config_enum_entry read_ahead_options[] = {
+	{"auto", AMQ_READ_AHEAD_AUTO, false},
+	{"on", AMQ_READ_AHEAD_ON, false},
+	{"off", AMQ_READ_AHEAD_OFF, false},
+	{NULL, 0, false}
+};
 
 /*
  * The fewest keys a shared filter is sized for: 128K keys at 1% is 169 kB,
@@ -260,6 +286,19 @@ typedef struct PrefilterState
 	AmqFilter	published_view;
 	AmqPublishedFilter *publish_area;	/* leader: where it publishes */
 	bool		publishing;		/* leader: it did, for EXPLAIN ANALYZE */
+
+	/*
+	 * Rows read ahead for a filter larger than the cache (prefilter_ahead):
+	 * copies of the child's rows, their hashes, whether each passes; NULL
+	 * where copying the child's rows costs more than a miss.
+	 */
+	TupleTableSlot **ahead;
+	uint64		ahead_hash[AMQ_PREFILTER_AHEAD];
+	bool		ahead_keyed[AMQ_PREFILTER_AHEAD];
+	bool		ahead_pass[AMQ_PREFILTER_AHEAD];
+	int			ahead_n;		/* rows read ahead */
+	int			ahead_next;		/* the next of them to return */
+	bool		ahead_end;		/* the child has no more rows */
 } PrefilterState;
 
 /* Reset callback of the query's context: drop a filter from the registry. */
@@ -969,6 +1008,34 @@ prefilter_create(CustomScan *cscan)
 	return (Node *) ps;
 }
 
+/*
+ * The read-ahead copies, of the child's slot type, where that is fixed and a
+ * copy cheap: a pin of a row in a shared buffer, or values passed by value.
+ * They are the query's (the executor drops them, and their pins, at the end).
+ */
+static void
+prefilter_ahead_init(PrefilterState *ps, EState *estate)
+{
+	PlanState  *child = outerPlanState(&ps->css);
+	TupleDesc	desc = ExecGetResultType(child);
+	bool		fixed;
+	const TupleTableSlotOps *ops = ExecGetResultSlotOps(child, &fixed);
+
+	if (!fixed || amq_join_prefilter_read_ahead == AMQ_READ_AHEAD_OFF)
+		return;
+	if (ops == &TTSOpsVirtual)
+	{
+		for (int i = 0; i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attbyval)
+				return;
+	}
+	else if (ops != &TTSOpsBufferHeapTuple)
+		return;
+	ps->ahead = palloc(sizeof(TupleTableSlot *) * AMQ_PREFILTER_AHEAD);
+	for (int i = 0; i < AMQ_PREFILTER_AHEAD; i++)
+		ps->ahead[i] = ExecInitExtraTupleSlot(estate, desc, ops);
+}
+
 /* BeginCustomScan of the pre-filter: the shared filter, key hashing. */
 static void
 prefilter_begin(CustomScanState *node, EState *estate, int eflags)
@@ -979,6 +1046,7 @@ prefilter_begin(CustomScanState *node, EState *estate, int eflags)
 	ps->shared = registry_get(estate, private_int(node, AMQ_JOIN_INT_ID));
 	ps->inner_params = private_int(node, AMQ_JOIN_INT_INNER_PARAMS) != 0;
 	keys_init(&ps->keys, node, estate);
+	prefilter_ahead_init(ps, estate);
 }
 
 /*
@@ -1047,21 +1115,120 @@ prefilter_published_ready(PrefilterState *ps)
 	return true;
 }
 
+/*
+ * The filter this scan probes, or NULL while it has none (it is not yet
+ * built, or was abandoned): then rows pass.
+ */
+static const AmqFilter *
+prefilter_filter(PrefilterState *ps)
+{
+	AmqJoinFilter *shared = ps->shared;
+
+	if (ps->toc)
+		return ps->parallel_ready || prefilter_parallel_ready(ps) ? &ps->view : NULL;
+	if (ps->pf)
+		return ps->published || prefilter_published_ready(ps) ?
+			&ps->published_view : NULL;
+	/* on the inner side: the outer side is read first */
+	if (!shared->ready && !shared->abandoned && shared->build_now)
+		shared->build_now(shared->build_now_arg);
+	return shared->ready ? &shared->filter : NULL;
+}
+
+/*
+ * Probe filter for one row's hash, counting the sample: true if the row may
+ * join.  After each sample of AMQ_PREFILTER_SAMPLE probes that passed too
+ * many, the probing pauses.
+ */
+static bool
+prefilter_probe(PrefilterState *ps, const AmqFilter *filter, uint64 hash)
+{
+	bool		pass = filter_may_contain(filter, hash);
+
+	ps->scan_probed++;
+	if (pass)
+		ps->scan_passed++;
+	else
+		InstrCountFiltered1(ps, 1);
+
+	if (unlikely(ps->scan_probed == AMQ_PREFILTER_SAMPLE))
+	{
+		double		max_pass = filter->payload_len > cached_filter_bytes() ?
+			AMQ_PREFILTER_MAX_PASS_LARGE : AMQ_PREFILTER_MAX_PASS;
+
+		if (ps->scan_passed > max_pass * AMQ_PREFILTER_SAMPLE)
+		{
+			/* most rows join: probing costs more than it saves */
+			ps->disabled = true;
+			ps->paused_rows = 0;
+			InstrCountFiltered2(ps, 1);
+		}
+		ps->scan_probed = ps->scan_passed = 0;
+	}
+	return pass;
+}
+
+/*
+ * Read up to AMQ_PREFILTER_AHEAD rows, from slot (whose keys hash to hash)
+ * on, into the read-ahead copies, prefetching each one's filter line, then
+ * probe them in order.  Once the probing pauses the rest pass.
+ */
+static void
+prefilter_ahead(PrefilterState *ps, const AmqFilter *filter,
+				TupleTableSlot *slot, uint64 hash)
+{
+	PlanState  *child = outerPlanState(&ps->css);
+	int			n = 0;
+
+	ps->ahead_keyed[0] = true;
+	ps->ahead_hash[0] = hash;
+	for (;;)
+	{
+		if (ps->ahead_keyed[n])
+			__builtin_prefetch(filter->payload + AMQ_BLOCKED_BLOCK_BYTES *
+							   amq_blocked_block(ps->ahead_hash[n], filter->param[0]));
+		ExecCopySlot(ps->ahead[n], slot);
+		if (++n == AMQ_PREFILTER_AHEAD)
+			break;
+		slot = ExecProcNode(child);
+		if (TupIsNull(slot))
+		{
+			ps->ahead_end = true;
+			break;
+		}
+		ps->ahead_keyed[n] = keys_hash(&ps->keys, slot, &ps->ahead_hash[n]);
+	}
+	for (int i = 0; i < n; i++)
+		ps->ahead_pass[i] = !ps->ahead_keyed[i] || ps->disabled ||
+			prefilter_probe(ps, filter, ps->ahead_hash[i]);
+	ps->ahead_n = n;
+	ps->ahead_next = 0;
+}
+
 /* ExecCustomScan of the pre-filter: pass up the outer rows that may match. */
 static TupleTableSlot *
 prefilter_exec(CustomScanState *node)
 {
 	PrefilterState *ps = (PrefilterState *) node;
 	PlanState  *child = outerPlanState(node);
-	AmqJoinFilter *shared = ps->shared;
 
 	for (;;)
 	{
-		TupleTableSlot *slot = ExecProcNode(child);
+		TupleTableSlot *slot;
 		const AmqFilter *filter;
 		uint64		hash;
-		bool		pass;
 
+		while (ps->ahead_next < ps->ahead_n)
+		{
+			int			i = ps->ahead_next++;
+
+			if (ps->ahead_pass[i])
+				return ps->ahead[i];
+		}
+		if (ps->ahead_end)
+			return NULL;
+
+		slot = ExecProcNode(child);
 		if (TupIsNull(slot))
 			return slot;
 		if (ps->disabled)
@@ -1071,54 +1238,26 @@ prefilter_exec(CustomScanState *node)
 			/* sample again */
 			ps->disabled = false;
 		}
-		if (ps->toc)
-		{
-			if (!ps->parallel_ready && !prefilter_parallel_ready(ps))
-				return slot;
-			filter = &ps->view;
-		}
-		else if (ps->pf)
-		{
-			if (!ps->published && !prefilter_published_ready(ps))
-				return slot;
-			filter = &ps->published_view;
-		}
-		else
-		{
-			/* on the inner side: the outer side is read first */
-			if (!shared->ready && !shared->abandoned && shared->build_now)
-				shared->build_now(shared->build_now_arg);
-			if (!shared->ready)
-				return slot;
-			filter = &shared->filter;
-		}
-		if (!keys_hash(&ps->keys, slot, &hash))
+		filter = prefilter_filter(ps);
+		if (filter == NULL || !keys_hash(&ps->keys, slot, &hash))
 			return slot;
-
-		pass = filter_may_contain(filter, hash);
-		ps->scan_probed++;
-		if (pass)
-			ps->scan_passed++;
-		else
-			InstrCountFiltered1(ps, 1);
-
-		if (unlikely(ps->scan_probed == AMQ_PREFILTER_SAMPLE))
-		{
-			double		max_pass = filter->payload_len > cached_filter_bytes() ?
-				AMQ_PREFILTER_MAX_PASS_LARGE : AMQ_PREFILTER_MAX_PASS;
-
-			if (ps->scan_passed > max_pass * AMQ_PREFILTER_SAMPLE)
-			{
-				/* most rows join: probing costs more than it saves */
-				ps->disabled = true;
-				ps->paused_rows = 0;
-				InstrCountFiltered2(ps, 1);
-			}
-			ps->scan_probed = ps->scan_passed = 0;
-		}
-		if (pass)
+		if (ps->ahead && (amq_join_prefilter_read_ahead == AMQ_READ_AHEAD_ON ||
+						  filter->payload_len > cached_filter_bytes()))
+			prefilter_ahead(ps, filter, slot, hash);
+		else if (prefilter_probe(ps, filter, hash))
 			return slot;
 	}
+}
+
+/* Forget the rows read ahead, for a new scan. */
+static void
+prefilter_ahead_reset(PrefilterState *ps)
+{
+	if (ps->ahead)
+		for (int i = 0; i < AMQ_PREFILTER_AHEAD; i++)
+			ExecClearTuple(ps->ahead[i]);
+	ps->ahead_n = ps->ahead_next = 0;
+	ps->ahead_end = false;
 }
 
 /*
@@ -1162,6 +1301,7 @@ prefilter_rescan(CustomScanState *node)
 	ps->parallel_ready = false;
 	ps->scan_probed = ps->scan_passed = 0;
 	ps->disabled = false;
+	prefilter_ahead_reset(ps);
 	pass_through_rescan(node);
 }
 
@@ -2011,6 +2151,15 @@ skipped_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 void
 AmqJoinExecInit(void)
 {
+	DefineCustomEnumVariable("bloomamq.join_prefilter_read_ahead",
+							 "Reads rows ahead where a join pre-filter is larger than the cache, to probe them together.",
+							 "auto: filters of over a million keys; on: every filter; off: none.",
+							 &amq_join_prefilter_read_ahead,
+							 AMQ_READ_AHEAD_AUTO,
+							 read_ahead_options,
+							 PGC_USERSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 	RegisterCustomScanMethods(&amq_prefilter_scan_methods);
 	RegisterCustomScanMethods(&amq_collector_scan_methods);
 	RegisterCustomScanMethods(&amq_skipped_scan_methods);
