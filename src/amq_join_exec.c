@@ -50,6 +50,11 @@
  * pushed below a serial join can first see rows before it is complete.  A
  * useless filter probes one row in sixteen.
  *
+ * A filter larger than the cache misses it on most probes: there the
+ * pre-filter reads AMQ_PREFILTER_AHEAD rows ahead, prefetches their lines
+ * and then probes them in order (prefilter_ahead), where holding a row is
+ * cheap (bloomamq.join_prefilter_read_ahead).
+ *
  * Memory: 8 bytes per inner row while collecting (16 while sorting), at
  * most max(hash_mem, 64 MB); past that the filter is abandoned for the
  * scan.  The filter itself takes about 10.5 bits per distinct key.
