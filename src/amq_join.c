@@ -316,18 +316,29 @@ inner_divisor(PrefilterWalk *w, Hash *hash)
 	return hash->plan.parallel_aware ? w->parallel_divisor : 1.0;
 }
 
+static Plan **trace_keys(Plan **slot, AttrNumber *attnos, int nkeys,
+						 bool *through_gather, bool *through_group);
+
 /*
  * Distinct values of a join key among the rows of child, when the planner's
  * statistics can tell: a single key (keys refer to child's output as
  * OUTER_VAR, as a Hash's and a hash join's outer keys do) that is a column
- * of a base relation child scans, itself or below a Gather.  divisor turns
- * child's rows per participant into rows in all.  Else -1.
+ * of a base relation scanned by child or below it, where trace_keys follows
+ * it (through joins that keep the column's values, a Gather, sorts and the
+ * like).  The rows are child's: a join below that keeps a share of the
+ * scan's rows keeps about that share of each key's rows (a join that
+ * repeats rows makes the estimate too high, which errs towards placing
+ * nothing).  divisor turns child's rows per participant into rows in all.
+ * Else -1.
  */
 static double
 key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
 {
 	double		rows = child->plan_rows * divisor;
 	Expr	   *key;
+	AttrNumber	attno;
+	bool		through_gather = false;
+	bool		through_group = false;	/* rows of groups: no estimate */
 	TargetEntry *tle;
 	Var		   *var;
 	RangeTblEntry *rte;
@@ -341,20 +352,14 @@ key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
 	key = linitial(keys);
 	while (IsA(key, RelabelType))
 		key = ((RelabelType *) key)->arg;
-	for (;;)
-	{
-		if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR ||
-			((Var *) key)->varattno <= 0 ||
-			((Var *) key)->varattno > list_length(child->targetlist))
-			return -1;
-		tle = list_nth_node(TargetEntry, child->targetlist,
-							((Var *) key)->varattno - 1);
-		if (!IsA(child, Gather))
-			break;
-		/* a Gather's columns are its child's (OUTER_VAR) */
-		key = tle->expr;
-		child = outerPlan(child);
-	}
+	if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR ||
+		((Var *) key)->varattno <= 0)
+		return -1;
+	attno = ((Var *) key)->varattno;
+	child = *trace_keys(&child, &attno, 1, &through_gather, &through_group);
+	if (through_group || attno > list_length(child->targetlist))
+		return -1;
+	tle = list_nth_node(TargetEntry, child->targetlist, attno - 1);
 	switch (nodeTag(child))
 	{
 		case T_SeqScan:
@@ -574,12 +579,14 @@ grouped_by_keys(Plan *plan, const AttrNumber *attnos, int nkeys)
  * keys (grouped_by_keys; no grouping sets).  Through a Gather or Gather
  * Merge only where through_gather is given (the join runs in the leader,
  * whose filter is then published to the workers: amq_join_exec.c), and
- * says so there.  Never through an Append, a Limit, a window function or
+ * says so there; through_group, if given, says whether it went through an
+ * aggregate, Group or Unique.  Never through an Append, a Limit, a window function or
  * anything else.  Returns the slot of the deepest node reached, attnos
  * changed to the columns of its output; all keys must go the same way.
  */
 static Plan **
-trace_keys(Plan **slot, AttrNumber *attnos, int nkeys, bool *through_gather)
+trace_keys(Plan **slot, AttrNumber *attnos, int nkeys, bool *through_gather,
+		   bool *through_group)
 {
 	for (;;)
 	{
@@ -678,6 +685,9 @@ trace_keys(Plan **slot, AttrNumber *attnos, int nkeys, bool *through_gather)
 
 		if (IsA(plan, Gather) || IsA(plan, GatherMerge))
 			*through_gather = true;
+		if (through_group &&
+			(IsA(plan, Agg) || IsA(plan, Group) || IsA(plan, Unique)))
+			*through_group = true;
 		if (IsA(plan, SubqueryScan))
 			slot = &((SubqueryScan *) plan)->subplan;
 		else
@@ -787,7 +797,7 @@ push_down(HashJoin *hj, Plan **outer_slot, List *ints, PrefilterWalk *w,
 
 	/* a join in the leader may publish its filter to the workers */
 	target = trace_keys(outer_slot, attnos, nkeys,
-						parallel || w->under_gather ? NULL : &published);
+						parallel || w->under_gather ? NULL : &published, NULL);
 	if (target == outer_slot)
 		return false;
 
@@ -947,7 +957,7 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
 	 * the workers of a Gather on the inner side: published.
 	 */
 	target = trace_keys(&outerPlan(hash), attnos, nkeys,
-						w->under_gather ? NULL : &published);
+						w->under_gather ? NULL : &published, NULL);
 
 	id = ++w->last_filter_id;
 	ints = list_make4_int(id, false, AMQ_PREFILTER_PLACED,
