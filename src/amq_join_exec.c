@@ -2163,7 +2163,7 @@ AmqJoinExecInit(void)
 							 AMQ_READ_AHEAD_AUTO,
 							 read_ahead_options,
 							 PGC_USERSET,
-							 GUC_NOT_IN_SAMPLE,
+							 0,
 							 NULL, NULL, NULL);
 	RegisterCustomScanMethods(&amq_prefilter_scan_methods);
 	RegisterCustomScanMethods(&amq_collector_scan_methods);
