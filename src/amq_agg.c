@@ -374,8 +374,8 @@ static inline void
 prefetch_key(const AmqFilter *f, uint64 hash)
 {
 	if (f->kind == AMQ_KIND_BLOCKED)
-		__builtin_prefetch(f->payload + AMQ_BLOCKED_BLOCK_BYTES *
-						   amq_blocked_block(amq_seeded(f, hash), f->param[0]), 1);
+		__builtin_prefetch(amq_blocked_at(f->payload, f->param[0],
+										  amq_seeded(f, hash)), 1);
 	else
 	{
 		const AmqKindOps *ops = amq_kind_ops(f->kind);
@@ -406,8 +406,7 @@ filter_flush(AmqAggState *s)
 		for (int i = 0; i < s->npending; i++)
 		{
 			uint64		h = amq_seeded(f, s->pending[i]);
-			uint8	   *b = f->payload + AMQ_BLOCKED_BLOCK_BYTES *
-				amq_blocked_block(h, f->param[0]);
+			uint8	   *b = amq_blocked_at(f->payload, f->param[0], h);
 
 			if (!amq_blocked_probe(b, (uint32) h))
 			{

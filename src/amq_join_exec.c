@@ -480,8 +480,7 @@ cached_filter_bytes(void)
 static inline bool
 filter_may_contain(const AmqFilter *f, uint64 hash)
 {
-	return amq_blocked_probe(f->payload +
-							 amq_blocked_block(hash, f->param[0]) * AMQ_BLOCKED_BLOCK_BYTES,
+	return amq_blocked_probe(amq_blocked_at(f->payload, f->param[0], hash),
 							 (uint32) hash);
 }
 
@@ -536,8 +535,7 @@ shared_filter_add(AmqSharedFilter *sf, uint64 hash)
 		AMQ_BLOCKED_SALT6, AMQ_BLOCKED_SALT7
 	};
 	pg_atomic_uint32 *words = (pg_atomic_uint32 *)
-		(AMQ_SHARED_PAYLOAD(sf) +
-		 amq_blocked_block(hash, sf->nblocks) * AMQ_BLOCKED_BLOCK_BYTES);
+		amq_blocked_at(AMQ_SHARED_PAYLOAD(sf), sf->nblocks, hash);
 	int			i;
 
 	for (i = 0; i < 8; i++)
@@ -878,8 +876,8 @@ collect_exec(CustomScanState *node)
 			collect_flush(cs);
 		else if (keys_hash(&cs->keys, slot, &hash))
 		{
-			__builtin_prefetch(AMQ_SHARED_PAYLOAD(cs->sf) + AMQ_BLOCKED_BLOCK_BYTES *
-							   amq_blocked_block(hash, cs->sf->nblocks), 1);
+			__builtin_prefetch(amq_blocked_at(AMQ_SHARED_PAYLOAD(cs->sf),
+											  cs->sf->nblocks, hash), 1);
 			cs->pending[cs->npending++] = hash;
 			cs->unflushed_rows++;
 			if (cs->npending == AMQ_COLLECT_BATCH)
@@ -1190,8 +1188,8 @@ prefilter_ahead(PrefilterState *ps, const AmqFilter *filter,
 	for (;;)
 	{
 		if (ps->ahead_keyed[n])
-			__builtin_prefetch(filter->payload + AMQ_BLOCKED_BLOCK_BYTES *
-							   amq_blocked_block(ps->ahead_hash[n], filter->param[0]));
+			__builtin_prefetch(amq_blocked_at(filter->payload, filter->param[0],
+											  ps->ahead_hash[n]));
 		ExecCopySlot(ps->ahead[n], slot);
 		if (++n == AMQ_PREFILTER_AHEAD)
 			break;

@@ -308,8 +308,7 @@ probe_hash(const AmqProbeCache *c, uint64 hash)
 
 	/* the default kind, inlined */
 	if (f->kind == AMQ_KIND_BLOCKED && f->seed == 0)
-		return amq_blocked_probe(f->payload +
-								 amq_blocked_block(hash, f->param[0]) * 32,
+		return amq_blocked_probe(amq_blocked_at(f->payload, f->param[0], hash),
 								 (uint32) hash);
 	return c->ops->contains(f, hash);
 }

@@ -359,8 +359,7 @@ blocked_fill_slice_scalar(uint8_t *payload, uint64_t nblocks,
 #define BLOCKED_FILL_KEY(h) \
 	do { \
 		uint64_t	h_ = (h); \
-		__m256i    *b_ = (__m256i *) (payload + AMQ_BLOCKED_BLOCK_BYTES * \
-									  amq_blocked_block(h_, nblocks)); \
+		__m256i    *b_ = (__m256i *) amq_blocked_at(payload, nblocks, h_); \
 		__m256i		bit_ = blocked_bits_avx2((uint32_t) h_); \
 		__m256i		old_ = _mm256_loadu_si256(b_); \
 		\
@@ -465,9 +464,8 @@ static AmqStatus
 blocked_add(AmqFilter *f, uint64_t hash)
 {
 	uint64_t	h = amq_seeded(f, hash);
-	uint64_t	block = amq_blocked_block(h, f->param[0]);
 
-	amq_blocked_insert(f->payload + block * AMQ_BLOCKED_BLOCK_BYTES,
+	amq_blocked_insert(amq_blocked_at(f->payload, f->param[0], h),
 					   (uint32_t) h);
 	return AMQ_OK;
 }
@@ -477,9 +475,8 @@ static bool
 blocked_contains(const AmqFilter *f, uint64_t hash)
 {
 	uint64_t	h = amq_seeded(f, hash);
-	uint64_t	block = amq_blocked_block(h, f->param[0]);
 
-	return amq_blocked_probe(f->payload + block * AMQ_BLOCKED_BLOCK_BYTES,
+	return amq_blocked_probe(amq_blocked_at(f->payload, f->param[0], h),
 							 (uint32_t) h);
 }
 

@@ -43,6 +43,14 @@ amq_blocked_block(uint64_t hash, uint64_t nblocks)
 	return ((hash >> 32) * nblocks) >> 32;
 }
 
+/* The 32-byte block of a payload of nblocks blocks that a (seeded) hash uses. */
+static inline uint8_t *
+amq_blocked_at(const uint8_t *payload, uint64_t nblocks, uint64_t hash)
+{
+	return (uint8_t *) payload +
+		amq_blocked_block(hash, nblocks) * AMQ_BLOCKED_BLOCK_BYTES;
+}
+
 /*
  * Is every bit of lowhash's pattern set in the 32-byte block?  The misses
  * of all eight words are OR-ed together so the compiler emits straight-line

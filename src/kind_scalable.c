@@ -217,8 +217,7 @@ scalable_add(AmqFilter *f, uint64_t hash)
 			nb = n;
 		}
 	}
-	amq_blocked_insert(f->payload + start + amq_blocked_block(h, nb) * BLOCK,
-					   (uint32_t) h);
+	amq_blocked_insert(amq_blocked_at(f->payload + start, nb, h), (uint32_t) h);
 	f->param[2]++;
 	return AMQ_OK;
 }
@@ -250,12 +249,12 @@ scalable_contains(const AmqFilter *f, uint64_t hash)
 
 		if (start == 0)
 			break;
-		block[n] = p + start + amq_blocked_block(h, nb) * BLOCK;
+		block[n] = amq_blocked_at(p + start, nb, h);
 		__builtin_prefetch(block[n]);
 		n++;
 		end = start;
 	}
-	block[n] = p + amq_blocked_block(h, end / BLOCK) * BLOCK;
+	block[n] = amq_blocked_at(p, end / BLOCK, h);
 	__builtin_prefetch(block[n]);
 	n++;
 
