@@ -1204,6 +1204,7 @@ prefilter_ahead(PrefilterState *ps, const AmqFilter *filter,
 	for (int i = 0; i < n; i++)
 		ps->ahead_pass[i] = !ps->ahead_keyed[i] || ps->disabled ||
 			prefilter_probe(ps, filter, ps->ahead_hash[i]);
+	InstrCountTuples2(ps, n);
 	ps->ahead_n = n;
 	ps->ahead_next = 0;
 }
@@ -1437,6 +1438,18 @@ prefilter_shutdown(CustomScanState *node)
 }
 
 /*
+ * The rows a pre-filter read ahead and probed together (prefilter_ahead),
+ * summed over the processes as the executor sums every node's ntuples2: in
+ * text only where there were any, as EXPLAIN shows rows removed by a filter.
+ */
+static void
+explain_read_ahead(uint64 rows, ExplainState *es)
+{
+	if (rows > 0 || es->format != EXPLAIN_FORMAT_TEXT)
+		ExplainPropertyUInteger("Rows Read Ahead", NULL, rows, es);
+}
+
+/*
  * ExplainCustomScan of the pre-filter: its keys, its counts if ANALYZE.
  * The counts are those of every process that ran the node (the executor
  * adds the workers' instrumentation to the leader's); the filter shown is
@@ -1452,6 +1465,7 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	bool		inner = pushed == AMQ_PUSHED_INNER ||
 		pushed == AMQ_PUSHED_INNER_PUBLISHED;
 	uint64		removed;
+	uint64		read_ahead;
 	bool		paused;
 
 	explain_keys(node, ancestors, es, "Prefilter Keys");
@@ -1499,6 +1513,7 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		return;
 	removed = (uint64) node->ss.ps.instrument->nfiltered1;
 	paused = node->ss.ps.instrument->nfiltered2 > 0;
+	read_ahead = (uint64) node->ss.ps.instrument->ntuples2;
 
 	if (ps->have_totals || (inner && f->shared_capacity > 0))
 	{
@@ -1519,6 +1534,7 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyUInteger("Filter Inner Rows", NULL,
 									ps->total_inner_rows, es);
 		ExplainPropertyUInteger("Rows Removed by Prefilter", NULL, removed, es);
+		explain_read_ahead(read_ahead, es);
 		ExplainPropertyBool("Prefilter Disabled", paused, es);
 		return;
 	}
@@ -1539,6 +1555,7 @@ prefilter_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Filter", removed > 0 ?
 							"built by parallel workers" : "not built", es);
 	ExplainPropertyUInteger("Rows Removed by Prefilter", NULL, removed, es);
+	explain_read_ahead(read_ahead, es);
 	ExplainPropertyBool("Prefilter Disabled", paused, es);
 }
 
