@@ -71,7 +71,9 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
 #include "parser/parsetree.h"
@@ -86,6 +88,8 @@
 #include "optimizer/planner.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/typcache.h"
 
 #include "amq_join.h"
@@ -320,6 +324,94 @@ static Plan **trace_keys(Plan **slot, AttrNumber *attnos, int nkeys,
 						 bool *through_gather, bool *through_group);
 
 /*
+ * The distinct values of column attno of relid by ANALYZE's statistics, and
+ * the share of its rows that are null; -1 where there are none.
+ */
+static double
+column_distinct(Oid relid, AttrNumber attno, bool inh, double reltuples,
+				double *nullfrac)
+{
+	HeapTuple	tuple;
+	double		stadistinct;
+
+	tuple = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(relid),
+							Int16GetDatum(attno), BoolGetDatum(inh));
+	if (!HeapTupleIsValid(tuple))
+		return -1;
+	stadistinct = ((Form_pg_statistic) GETSTRUCT(tuple))->stadistinct;
+	*nullfrac = ((Form_pg_statistic) GETSTRUCT(tuple))->stanullfrac;
+	ReleaseSysCache(tuple);
+	if (stadistinct == 0)
+		return -1;
+	return Min(stadistinct > 0 ? stadistinct : -stadistinct * reltuples,
+			   reltuples);
+}
+
+/*
+ * A lower bound on the distinct values of column attno of table relid from
+ * its unique indexes: where (attno, b, ...) is unique, each value of attno
+ * has at most distinct(b) * ... rows whose index columns are all not null.
+ * ANALYZE's estimate of a column whose equal values are stored together
+ * falls far short (its sample reads whole pages), as for the first column
+ * of a primary key (l_orderkey, l_linenumber): 418,863 of 15,000,000 orders
+ * in TPC-H's lineitem at scale factor 10, where the bound is 60,000,000 / 7.
+ * 0 where no index gives one.
+ */
+static double
+unique_index_distinct(Oid relid, AttrNumber attno, double reltuples,
+					  double key_nullfrac)
+{
+	Relation	rel;
+	List	   *indexes;
+	ListCell   *lc;
+	double		bound = 0;
+
+	rel = table_open(relid, NoLock);	/* the query has it locked */
+	indexes = RelationGetIndexList(rel);
+	table_close(rel, NoLock);
+	foreach(lc, indexes)
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID,
+											ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index index;
+		bool		has_key = false;
+		double		per_value = 1;
+		double		nullfrac = key_nullfrac;
+		int			i;
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		index = (Form_pg_index) GETSTRUCT(tuple);
+		if (!index->indisunique || !index->indisvalid ||
+			!heap_attisnull(tuple, Anum_pg_index_indpred, NULL))
+			per_value = -1;
+		for (i = 0; i < index->indnkeyatts && per_value > 0; i++)
+		{
+			AttrNumber	col = index->indkey.values[i];
+			double		col_nullfrac = 0;
+			double		distinct;
+
+			if (col == attno)
+				has_key = true;
+			else if (col <= 0 ||
+					 (distinct = column_distinct(relid, col, false, reltuples,
+												 &col_nullfrac)) < 1)
+				per_value = -1;		/* an expression, or no statistics */
+			else
+			{
+				per_value *= distinct;
+				nullfrac += col_nullfrac;
+			}
+		}
+		ReleaseSysCache(tuple);
+		if (has_key && per_value > 0 && nullfrac < 1)
+			bound = Max(bound, reltuples * (1 - nullfrac) / per_value);
+	}
+	list_free(indexes);
+	return bound;
+}
+
+/*
  * Distinct values of a join key among the rows of child, when the planner's
  * statistics can tell: a single key (keys refer to child's output as
  * OUTER_VAR, as a Hash's and a hash join's outer keys do) that is a column
@@ -343,9 +435,10 @@ key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
 	Var		   *var;
 	RangeTblEntry *rte;
 	HeapTuple	tuple;
-	double		stadistinct;
 	double		reltuples;
 	double		distinct;
+	double		nullfrac;
+	char		relkind;
 
 	if (list_length(keys) != 1)
 		return -1;
@@ -379,24 +472,24 @@ key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
 	if (rte->rtekind != RTE_RELATION)
 		return -1;
 
-	tuple = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(rte->relid),
-							Int16GetDatum(var->varattno),
-							BoolGetDatum(rte->inh));
-	if (!HeapTupleIsValid(tuple))
-		return -1;
-	stadistinct = ((Form_pg_statistic) GETSTRUCT(tuple))->stadistinct;
-	ReleaseSysCache(tuple);
-
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(rte->relid));
 	if (!HeapTupleIsValid(tuple))
 		return -1;
 	reltuples = ((Form_pg_class) GETSTRUCT(tuple))->reltuples;
+	relkind = ((Form_pg_class) GETSTRUCT(tuple))->relkind;
 	ReleaseSysCache(tuple);
-
-	if (reltuples <= 0 || stadistinct == 0)
+	if (reltuples <= 0)
 		return -1;
-	distinct = stadistinct > 0 ? stadistinct : -stadistinct * reltuples;
-	distinct = Min(distinct, reltuples);
+
+	distinct = column_distinct(rte->relid, var->varattno, rte->inh, reltuples,
+							   &nullfrac);
+	if (distinct < 0)
+		return -1;
+	/* a table's own rows (not its inheritance children's) */
+	if (!rte->inh && relkind == RELKIND_RELATION)
+		distinct = Max(distinct,
+					   unique_index_distinct(rte->relid, var->varattno, reltuples,
+											 nullfrac));
 
 	/*
 	 * The distinct values among the rows the scan keeps, as the planner
