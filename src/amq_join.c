@@ -322,6 +322,7 @@ inner_divisor(PrefilterWalk *w, Hash *hash)
 
 static Plan **trace_keys(Plan **slot, AttrNumber *attnos, int nkeys,
 						 bool *through_gather, bool *through_group);
+static int	key_columns(List *keys, AttrNumber *attnos);
 
 /*
  * The distinct values of column attno of relid by ANALYZE's statistics, and
@@ -348,18 +349,19 @@ column_distinct(Oid relid, AttrNumber attno, bool inh, double reltuples,
 }
 
 /*
- * A lower bound on the distinct values of column attno of table relid from
- * its unique indexes: where (attno, b, ...) is unique, each value of attno
- * has at most distinct(b) * ... rows whose index columns are all not null.
- * ANALYZE's estimate of a column whose equal values are stored together
- * falls far short (its sample reads whole pages), as for the first column
- * of a primary key (l_orderkey, l_linenumber): 418,863 of 15,000,000 orders
- * in TPC-H's lineitem at scale factor 10, where the bound is 60,000,000 / 7.
- * 0 where no index gives one.
+ * A lower bound on the distinct combinations of values of the ncols columns
+ * cols of table relid, from its unique indexes: where an index is unique on
+ * (cols, b, ...), each combination of cols has at most distinct(b) * ...
+ * rows whose index columns are all not null; where cols include all of an
+ * index's columns, every such row is one.  ANALYZE's estimate of a column
+ * whose equal values are stored together falls far short (its sample reads
+ * whole pages), as for the first column of a primary key (l_orderkey,
+ * l_linenumber): 418,863 of 15,000,000 orders in TPC-H's lineitem at scale
+ * factor 10, where the bound is 60,000,000 / 7.  0 where no index gives one.
  */
 static double
-unique_index_distinct(Oid relid, AttrNumber attno, double reltuples,
-					  double key_nullfrac)
+unique_index_distinct(Oid relid, const AttrNumber *cols, int ncols,
+					  double reltuples)
 {
 	Relation	rel;
 	List	   *indexes;
@@ -374,10 +376,9 @@ unique_index_distinct(Oid relid, AttrNumber attno, double reltuples,
 		HeapTuple	tuple = SearchSysCache1(INDEXRELID,
 											ObjectIdGetDatum(lfirst_oid(lc)));
 		Form_pg_index index;
-		bool		has_key = false;
+		bool		shares_col = false;
 		double		per_value = 1;
-		double		nullfrac = key_nullfrac;
-		int			i;
+		double		nullfrac = 0;
 
 		if (!HeapTupleIsValid(tuple))
 			continue;
@@ -385,26 +386,28 @@ unique_index_distinct(Oid relid, AttrNumber attno, double reltuples,
 		if (!index->indisunique || !index->indisvalid ||
 			!heap_attisnull(tuple, Anum_pg_index_indpred, NULL))
 			per_value = -1;
-		for (i = 0; i < index->indnkeyatts && per_value > 0; i++)
+		for (int i = 0; i < index->indnkeyatts && per_value > 0; i++)
 		{
 			AttrNumber	col = index->indkey.values[i];
+			bool		in_cols = false;
 			double		col_nullfrac = 0;
 			double		distinct;
 
-			if (col == attno)
-				has_key = true;
-			else if (col <= 0 ||
-					 (distinct = column_distinct(relid, col, false, reltuples,
-												 &col_nullfrac)) < 1)
-				per_value = -1;		/* an expression, or no statistics */
+			for (int j = 0; j < ncols; j++)
+				in_cols |= cols[j] == col;
+			/* an expression, or no statistics */
+			if (col <= 0 ||
+				(distinct = column_distinct(relid, col, false, reltuples,
+											&col_nullfrac)) < 1)
+				per_value = -1;
+			else if (in_cols)
+				shares_col = true;
 			else
-			{
 				per_value *= distinct;
-				nullfrac += col_nullfrac;
-			}
+			nullfrac += col_nullfrac;
 		}
 		ReleaseSysCache(tuple);
-		if (has_key && per_value > 0 && nullfrac < 1)
+		if (shares_col && per_value > 0 && nullfrac < 1)
 			bound = Max(bound, reltuples * (1 - nullfrac) / per_value);
 	}
 	list_free(indexes);
@@ -412,47 +415,44 @@ unique_index_distinct(Oid relid, AttrNumber attno, double reltuples,
 }
 
 /*
- * Distinct values of a join key among the rows of child, when the planner's
- * statistics can tell: a single key (keys refer to child's output as
- * OUTER_VAR, as a Hash's and a hash join's outer keys do) that is a column
- * of a base relation scanned by child or below it, where trace_keys follows
- * it (through joins that keep the column's values, a Gather, sorts and the
- * like).  The rows are child's: a join below that keeps a share of the
- * scan's rows keeps about that share of each key's rows (a join that
- * repeats rows makes the estimate too high, which errs towards placing
- * nothing).  divisor turns child's rows per participant into rows in all.
- * Else -1.
+ * Distinct combinations of the join keys' values among the rows of child,
+ * when the planner's statistics can tell: keys (that refer to child's
+ * output as OUTER_VAR, as a Hash's and a hash join's outer keys do) that
+ * are columns of one base relation scanned by child or below it, where
+ * trace_keys follows them (through joins that keep the columns' values, a
+ * Gather, sorts and the like).  Of several keys, the product of their
+ * distinct values, as the planner estimates groups without extended
+ * statistics, at most the rows; at least what a unique index tells
+ * (unique_index_distinct).  The rows are child's: a join below that keeps a
+ * share of the scan's rows keeps about that share of each key's rows (a
+ * join that repeats rows makes the estimate too high, which errs towards
+ * placing nothing).  divisor turns child's rows per participant into rows
+ * in all.  Else -1.
  */
 static double
 key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
 {
 	double		rows = child->plan_rows * divisor;
-	Expr	   *key;
-	AttrNumber	attno;
+	AttrNumber	attnos[INDEX_MAX_KEYS];
+	AttrNumber	cols[INDEX_MAX_KEYS];
+	int			nkeys = key_columns(keys, attnos);
 	bool		through_gather = false;
 	bool		through_group = false;	/* rows of groups: no estimate */
-	TargetEntry *tle;
-	Var		   *var;
+	Index		scanrelid;
 	RangeTblEntry *rte;
 	HeapTuple	tuple;
 	double		reltuples;
-	double		distinct;
-	double		nullfrac;
+	double		distinct = 1;
 	char		relkind;
 
-	if (list_length(keys) != 1)
+	if (nkeys < 1)
 		return -1;
-	key = linitial(keys);
-	while (IsA(key, RelabelType))
-		key = ((RelabelType *) key)->arg;
-	if (!IsA(key, Var) || ((Var *) key)->varno != OUTER_VAR ||
-		((Var *) key)->varattno <= 0)
+	for (int i = 0; i < nkeys; i++)
+		if (attnos[i] <= 0)
+			return -1;
+	child = *trace_keys(&child, attnos, nkeys, &through_gather, &through_group);
+	if (through_group)
 		return -1;
-	attno = ((Var *) key)->varattno;
-	child = *trace_keys(&child, &attno, 1, &through_gather, &through_group);
-	if (through_group || attno > list_length(child->targetlist))
-		return -1;
-	tle = list_nth_node(TargetEntry, child->targetlist, attno - 1);
 	switch (nodeTag(child))
 	{
 		case T_SeqScan:
@@ -462,13 +462,23 @@ key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
 		default:
 			return -1;
 	}
-	if (!IsA(tle->expr, Var))
+	scanrelid = ((Scan *) child)->scanrelid;
+	if (scanrelid <= 0 || scanrelid > list_length(w->stmt->rtable))
 		return -1;
-	var = (Var *) tle->expr;
-	if (var->varno != ((Scan *) child)->scanrelid || var->varattno <= 0 ||
-		var->varno <= 0 || var->varno > list_length(w->stmt->rtable))
-		return -1;
-	rte = rt_fetch(var->varno, w->stmt->rtable);
+	for (int i = 0; i < nkeys; i++)
+	{
+		TargetEntry *tle;
+		Var		   *var;
+
+		if (attnos[i] > list_length(child->targetlist))
+			return -1;
+		tle = list_nth_node(TargetEntry, child->targetlist, attnos[i] - 1);
+		var = (Var *) tle->expr;
+		if (!IsA(var, Var) || var->varno != scanrelid || var->varattno <= 0)
+			return -1;
+		cols[i] = var->varattno;
+	}
+	rte = rt_fetch(scanrelid, w->stmt->rtable);
 	if (rte->rtekind != RTE_RELATION)
 		return -1;
 
@@ -481,15 +491,26 @@ key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
 	if (reltuples <= 0)
 		return -1;
 
-	distinct = column_distinct(rte->relid, var->varattno, rte->inh, reltuples,
-							   &nullfrac);
-	if (distinct < 0)
-		return -1;
+	for (int i = 0; i < nkeys; i++)
+	{
+		bool		repeated = false;
+		double		nullfrac;
+		double		col_distinct;
+
+		for (int j = 0; j < i; j++)
+			repeated |= cols[j] == cols[i];
+		if (repeated)
+			continue;
+		col_distinct = column_distinct(rte->relid, cols[i], rte->inh,
+									   reltuples, &nullfrac);
+		if (col_distinct < 0)
+			return -1;
+		distinct = Min(distinct * col_distinct, reltuples);
+	}
 	/* a table's own rows (not its inheritance children's) */
 	if (!rte->inh && relkind == RELKIND_RELATION)
 		distinct = Max(distinct,
-					   unique_index_distinct(rte->relid, var->varattno, reltuples,
-											 nullfrac));
+					   unique_index_distinct(rte->relid, cols, nkeys, reltuples));
 
 	/*
 	 * The distinct values among the rows the scan keeps, as the planner
