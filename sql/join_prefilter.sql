@@ -595,6 +595,15 @@ SELECT same, filtered FROM jp_inner('SELECT d.id, b.id FROM jp_bdim d JOIN jp_bi
 SELECT same, filtered FROM jp_inner('SELECT d.id, b.id FROM jp_bdim d LEFT JOIN jp_big b ON b.id = d.id WHERE d.w < 2 AND d.id > 0');
 -- grouped inner rows: the filter goes below the aggregate
 SELECT same, filtered FROM jp_inner('SELECT d.id FROM jp_bdim d WHERE d.w < 2 AND d.id > 0 AND d.id IN (SELECT id FROM jp_big GROUP BY id HAVING count(*) > 0)');
+-- grouped into fewer groups (333 expected) than the outer rows (5,000), of
+-- many rows (40,000 of 1,000 keys, of which the outer side has 100): the
+-- rows below the aggregate count, and are filtered
+CREATE TABLE jp_many AS SELECT i % 1000 AS k FROM generate_series(1, 40000) i;
+CREATE TABLE jp_few AS SELECT i % 100 AS k FROM generate_series(1, 5000) i;
+ANALYZE jp_many;
+ANALYZE jp_few;
+SELECT same, filtered, collected FROM jp_inner('SELECT f.k FROM jp_few f WHERE f.k IN (SELECT k FROM jp_many GROUP BY k HAVING count(*) > 0)');
+DROP TABLE jp_many, jp_few;
 -- outer keys that come through a lower join: estimated from the statistics
 -- of the column scanned below it, for the join's rows (before 18 the plan
 -- hashes jp_big and filters it; 18 may hash the few rows instead)

@@ -416,9 +416,8 @@ unique_index_distinct(Oid relid, const AttrNumber *cols, int ncols,
 
 /*
  * Distinct combinations of the join keys' values among the rows of child,
- * when the planner's statistics can tell: keys (that refer to child's
- * output as OUTER_VAR, as a Hash's and a hash join's outer keys do) that
- * are columns of one base relation scanned by child or below it, where
+ * when the planner's statistics can tell: keys (child's output columns
+ * keycols) that are columns of one base relation scanned by child or below it, where
  * trace_keys follows them (through joins that keep the columns' values, a
  * Gather, sorts and the like).  Of several keys, the product of their
  * distinct values, as the planner estimates groups without extended
@@ -430,12 +429,12 @@ unique_index_distinct(Oid relid, const AttrNumber *cols, int ncols,
  * in all.  Else -1.
  */
 static double
-key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
+key_distinct_at(PrefilterWalk *w, Plan *child, const AttrNumber *keycols,
+				int nkeys, double divisor)
 {
 	double		rows = child->plan_rows * divisor;
 	AttrNumber	attnos[INDEX_MAX_KEYS];
 	AttrNumber	cols[INDEX_MAX_KEYS];
-	int			nkeys = key_columns(keys, attnos);
 	bool		through_gather = false;
 	bool		through_group = false;	/* rows of groups: no estimate */
 	Index		scanrelid;
@@ -448,7 +447,7 @@ key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
 	if (nkeys < 1)
 		return -1;
 	for (int i = 0; i < nkeys; i++)
-		if (attnos[i] <= 0)
+		if ((attnos[i] = keycols[i]) <= 0)
 			return -1;
 	child = *trace_keys(&child, attnos, nkeys, &through_gather, &through_group);
 	if (through_group)
@@ -520,6 +519,16 @@ key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
 	rows = Min(rows, reltuples);
 	return distinct * (1.0 - pow(1.0 - rows / reltuples,
 								 reltuples / distinct));
+}
+
+/* key_distinct_at of keys, which refer to child's output as OUTER_VAR. */
+static double
+key_distinct(PrefilterWalk *w, Plan *child, List *keys, double divisor)
+{
+	AttrNumber	attnos[INDEX_MAX_KEYS];
+	int			nkeys = key_columns(keys, attnos);
+
+	return key_distinct_at(w, child, attnos, nkeys, divisor);
 }
 
 /*
@@ -995,7 +1004,8 @@ find_fixed_params(Plan **slot, void *arg)
  * (amq_join_exec.c).  (A parallel-oblivious hash join under a Gather joins
  * the part of the outer side its process reads with the whole inner side:
  * the process's own outer keys filter its own inner rows.)  Placed where at
- * least min_rows inner rows are expected and, by the statistics of both
+ * least min_rows inner rows are expected (below an aggregate that groups by
+ * the keys, the rows it groups) and, by the statistics of both
  * keys, a share of the inner rows of at least min_remove meets no outer key
  * (distinct outer over distinct inner keys, the planner's own containment
  * assumption), and where that share is expected to be at least
@@ -1023,6 +1033,10 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
 	bool		parallel = hj->join.plan.parallel_aware;
 	double		divisor = parallel ? w->parallel_divisor : 1.0;
 	Bitmapset  *fixed = w->fixed_params;
+	double		inner_rows = inner->plan_rows;
+	AttrNumber	below_attnos[INDEX_MAX_KEYS];
+	Plan	  **below;
+	bool		grouped = false;
 
 	*why = AMQ_INNER_NONE;
 	*why_remove = -1;
@@ -1036,7 +1050,21 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
 		default:
 			return false;
 	}
-	if (nkeys < 0 || inner->plan_rows <= outer->plan_rows)
+	if (nkeys < 0)
+		return false;
+
+	/*
+	 * The rows the filter would drop: the Hash's input, or, below an
+	 * aggregate that groups by the keys (as the planner makes the inner
+	 * side of `k IN (SELECT k FROM big)` distinct), the rows it groups,
+	 * which may be far more than its groups.  (Not through a Gather here:
+	 * above one, the rows it gathers.)
+	 */
+	memcpy(below_attnos, attnos, sizeof(AttrNumber) * nkeys);
+	below = trace_keys(&outerPlan(hash), below_attnos, nkeys, NULL, &grouped);
+	if (grouped)
+		inner_rows = Max(inner_rows, (*below)->plan_rows);
+	if (inner_rows <= outer->plan_rows)
 		return false;
 
 	/* Parallel Hash: a rescan of the Gather above starts every participant over */
@@ -1046,11 +1074,13 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
 	if (!bms_is_subset(outer->allParam, fixed))
 		return false;
 	*why = AMQ_INNER_SKIPPED_ROWS;
-	if (inner->plan_rows * divisor < amq_join_prefilter_min_rows)
+	if (inner_rows * divisor < amq_join_prefilter_min_rows)
 		return false;
 	*why = AMQ_INNER_SKIPPED_UNKNOWN;
 	outer_distinct = key_distinct(w, outer, hj->hashkeys, divisor);
-	inner_distinct = key_distinct(w, inner, hash->hashkeys, divisor);
+	inner_distinct = grouped ?
+		key_distinct_at(w, *below, below_attnos, nkeys, divisor) :
+		key_distinct(w, inner, hash->hashkeys, divisor);
 	if (outer_distinct < 0 || inner_distinct < 1)
 		return false;
 	remove = 1.0 - Min(outer_distinct / inner_distinct, 1.0);
@@ -1059,7 +1089,7 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
 	if (remove < Max(amq_join_prefilter_min_remove, 0.0) || remove <= 0)
 		return false;
 	*why = AMQ_INNER_SKIPPED_RATIO;
-	if (remove * inner->plan_rows < outer->plan_rows * INNER_REMOVED_PER_OUTER)
+	if (remove * inner_rows < outer->plan_rows * INNER_REMOVED_PER_OUTER)
 		return false;
 	*why = AMQ_INNER_SKIPPED_OUTER;
 	find_unstable(&outerPlan(hj), &found);
@@ -1081,7 +1111,7 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
 	ints = lappend_int(ints, ++w->last_plan_node_id);	/* the collector */
 	ints = lappend_int(ints, (int) Min(outer->plan_rows * divisor, (double) INT_MAX));
 	ints = lappend_int(ints, published ? AMQ_PUSHED_INNER_PUBLISHED : AMQ_PUSHED_INNER);
-	ints = lappend_int(ints, (int) Min(inner->plan_rows, (double) INT_MAX));
+	ints = lappend_int(ints, (int) Min(inner_rows, (double) INT_MAX));
 
 	outerPlan(hj) = (Plan *)
 		make_pass_through(&amq_outer_collect_scan_methods, outer,
