@@ -710,23 +710,25 @@ ALTER TABLE jp_lines ADD PRIMARY KEY (k, n);
 ANALYZE jp_lines;
 CREATE TABLE jp_probe AS SELECT k FROM generate_series(1, 40000) k;
 ANALYZE jp_probe;
-CREATE FUNCTION pg_temp.jp_inner_placed(min_remove float8) RETURNS boolean
+-- (is a filter of the rows of jp_probe, on either side, placed at min_remove?)
+CREATE FUNCTION pg_temp.jp_placed(q text, min_remove float8) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
 	line text;
 	placed boolean := false;
 BEGIN
 	PERFORM set_config('bloomamq.join_prefilter_min_remove', min_remove::text, true);
-	FOR line IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM jp_probe p JOIN jp_lines l ON l.k = p.k' LOOP
-		placed := placed OR line ~ 'Prefilter: on the inner side';
+	FOR line IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
+		placed := placed OR line ~ 'Prefilter: (placed|on the inner side)';
 	END LOOP;
 	RETURN placed;
 END $$;
-SELECT pg_temp.jp_inner_placed(0.80) AS placed_at_80, pg_temp.jp_inner_placed(0.95) AS placed_at_95;
+CREATE VIEW jp_lines_q(q) AS VALUES ('SELECT count(*) FROM jp_probe p JOIN jp_lines l ON l.k = p.k');
+SELECT pg_temp.jp_placed(q, 0.80) AS placed_at_80, pg_temp.jp_placed(q, 0.95) AS placed_at_95 FROM jp_lines_q;
 ALTER TABLE jp_lines DROP CONSTRAINT jp_lines_pkey;
-SELECT pg_temp.jp_inner_placed(0.80) AS placed_at_80, pg_temp.jp_inner_placed(0.95) AS placed_at_95;
+SELECT pg_temp.jp_placed(q, 0.80) AS placed_at_80, pg_temp.jp_placed(q, 0.95) AS placed_at_95 FROM jp_lines_q;
 CREATE UNIQUE INDEX ON jp_lines (k) WHERE n = 1;
-SELECT pg_temp.jp_inner_placed(0.80) AS placed_at_80, pg_temp.jp_inner_placed(0.95) AS placed_at_95;
+SELECT pg_temp.jp_placed(q, 0.80) AS placed_at_80, pg_temp.jp_placed(q, 0.95) AS placed_at_95 FROM jp_lines_q;
 DROP INDEX jp_lines_k_idx;
 -- two keys: the product of their distinct values (50 * 2, at most the
 -- rows), at least the rows where they cover a unique index.  jp_probe2 has
@@ -739,24 +741,14 @@ DROP INDEX jp_lines_k_idx;
 -- rows with the filter as without.
 CREATE TABLE jp_probe2 AS SELECT k, n FROM generate_series(1, 30000) k, generate_series(1, 2) n ORDER BY md5(k || ' ' || n);
 ANALYZE jp_probe2;
-CREATE OR REPLACE FUNCTION pg_temp.jp_inner_placed(min_remove float8) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-	placed boolean := false;
-BEGIN
-	PERFORM set_config('bloomamq.join_prefilter_min_remove', min_remove::text, true);
-	FOR line IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM jp_probe2 p JOIN jp_lines l ON l.k = p.k AND l.n = p.n' LOOP
-		placed := placed OR line ~ 'Prefilter: (placed|on the inner side)';
-	END LOOP;
-	RETURN placed;
-END $$;
+CREATE OR REPLACE VIEW jp_lines_q(q) AS VALUES ('SELECT count(*) FROM jp_probe2 p JOIN jp_lines l ON l.k = p.k AND l.n = p.n');
 SET bloomamq.join_prefilter_min_remove = 0.8;
 SELECT count(*) AS joined, jp_removed('SELECT count(*) FROM jp_probe2 p JOIN jp_lines l ON l.k = p.k AND l.n = p.n') > 40000 AS removed
 FROM jp_probe2 p JOIN jp_lines l ON l.k = p.k AND l.n = p.n;
 SET bloomamq.join_prefilter_min_remove = 0;
 ALTER TABLE jp_lines ADD PRIMARY KEY (k, n);
-SELECT pg_temp.jp_inner_placed(0.80) AS placed_at_80, pg_temp.jp_inner_placed(0.95) AS placed_at_95;
+SELECT pg_temp.jp_placed(q, 0.80) AS placed_at_80, pg_temp.jp_placed(q, 0.95) AS placed_at_95 FROM jp_lines_q;
+DROP VIEW jp_lines_q;
 DROP TABLE jp_lines, jp_probe, jp_probe2;
 
 DROP FUNCTION jp_pushed(text);
