@@ -234,6 +234,8 @@ typedef struct AmqJoinKeys
 	AttrNumber *attnos;			/* > 0: the key is that column of the tuple */
 	AmqKeyHasher *hashers;
 	ExprContext *econtext;
+	bool		plain;			/* every key a column of int4 or int8: hashing
+								 * evaluates nothing and allocates nothing */
 } AmqJoinKeys;
 
 typedef struct CollectState
@@ -598,6 +600,7 @@ keys_init(AmqJoinKeys *k, CustomScanState *node, EState *estate)
 	k->attnos = palloc0(sizeof(AttrNumber) * k->nkeys);
 	k->hashers = palloc0(sizeof(AmqKeyHasher) * k->nkeys);
 	k->econtext = node->ss.ps.ps_ExprContext;
+	k->plain = true;
 
 	foreach(lc, cscan->custom_exprs)
 	{
@@ -610,44 +613,50 @@ keys_init(AmqJoinKeys *k, CustomScanState *node, EState *estate)
 			k->exprs[i] = ExecInitExpr(expr, &node->ss.ps);
 		AmqHasherInit(&k->hashers[i], exprType((Node *) expr),
 					  list_nth_oid(collations, i), estate->es_query_cxt);
+		if (k->attnos[i] == 0 || (k->hashers[i].fast_type != INT4OID &&
+								  k->hashers[i].fast_type != INT8OID))
+			k->plain = false;
 		i++;
 	}
 }
 
-/* The combined hash of slot's keys; false if a key is NULL. */
+/*
+ * The combined hash of slot's keys; false if a key is NULL.  Plain keys
+ * need no expression context, so rows of them skip its reset.
+ */
 static inline bool
 keys_hash(AmqJoinKeys *k, TupleTableSlot *slot, uint64 *hash)
 {
 	ExprContext *econtext = k->econtext;
-	MemoryContext old;
+	MemoryContext old = NULL;
 	uint64		h = 0;
-	int			i;
+	bool		isnull = false;
 
-	ResetExprContext(econtext);
-	econtext->ecxt_outertuple = slot;
-	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-	for (i = 0; i < k->nkeys; i++)
+	if (!k->plain)
+	{
+		ResetExprContext(econtext);
+		econtext->ecxt_outertuple = slot;
+		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	}
+	for (int i = 0; i < k->nkeys; i++)
 	{
 		Datum		value;
-		bool		isnull;
 
 		if (k->attnos[i] > 0)
 			value = slot_getattr(slot, k->attnos[i], &isnull);
 		else
 			value = ExecEvalExpr(k->exprs[i], econtext, &isnull);
 		if (isnull)
-		{
-			MemoryContextSwitchTo(old);
-			return false;
-		}
+			break;
 		if (i == 0)
 			h = AmqHashDatum(&k->hashers[i], value);
 		else
 			h = amq_mix64(h) ^ AmqHashDatum(&k->hashers[i], value);
 	}
-	MemoryContextSwitchTo(old);
+	if (!k->plain)
+		MemoryContextSwitchTo(old);
 	*hash = h;
-	return true;
+	return !isnull;
 }
 
 /* Begin: the node returns its child's tuples, of the child's slot type. */
