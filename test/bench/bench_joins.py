@@ -26,7 +26,10 @@ chroot of another major.  JIT off in every part.
    make their rows unique.  A difference makes the script exit 1.  Then,
    unless --no-stats, one more run with the pre-filter on under EXPLAIN
    ANALYZE (not timed) counts the AmqPrefilter nodes, the rows they removed
-   and those that disabled themselves.
+   and those that disabled themselves; the totals then also give the
+   speedup over the queries that place a pre-filter, and name the queries
+   slower than 0.95x that place none (their plans are the same off and on
+   but for pass-through nodes, so their ratio is the spread between runs).
 2. The semi-join of `make bench` (benchlib.py's t_big 10^7 ids, t_small 10^5
    keys, half present): `id IN (SELECT id FROM t_small)`, off and on
    alternating, parallel plans on and off, work_mem 256MB as in `make bench`.
@@ -168,6 +171,35 @@ def prefilter_stats(sql):
     return nodes, removed, disabled
 
 
+def totals(res):
+    """The totals of one mode's TPC-H results, over the queries that finished
+    both off and on; None if none did.  Where the EXPLAIN ANALYZE run counted
+    the pre-filters, also the total over the queries that place at least one
+    (the others run the same plan, bar pass-through nodes, off and on), and
+    which of the queries slower than 0.95x place none."""
+    both = {q: v for q, v in res.items() if v["ratio"] is not None}
+    if not both:
+        return None
+    off = sum(v["off"] for v in both.values())
+    on = sum(v["on"] for v in both.values())
+    worst = min(both, key=lambda q: both[q]["ratio"])
+    slow = sorted(q for q, v in both.items() if v["ratio"] < 0.95)
+    t = {"queries": both, "n": len(both), "off": off, "on": on, "ratio": off / on,
+         "worst": worst, "worst_ratio": both[worst]["ratio"], "slow": slow, "placed_text": ""}
+    if all(v["prefilters"] is not None for v in both.values()):
+        placed = {q: v for q, v in both.items() if v["prefilters"] > 0}
+        none_slow = [q for q in slow if q not in placed]
+        if placed:
+            poff = sum(v["off"] for v in placed.values())
+            pon = sum(v["on"] for v in placed.values())
+            t["placed_text"] = (f"; over the {len(placed)} queries that place a pre-filter "
+                                f"{poff / pon:.2f}x ({poff:.1f} s off, {pon:.1f} s on)")
+        if none_slow:
+            t["placed_text"] += (f"; of those slower than 0.95x, no pre-filter placed: "
+                                 f"{', '.join(none_slow)}")
+    return t
+
+
 def explain(qname):
     sql = tpch_queries()[qname]
     opts = "ANALYZE, VERBOSE" if args.explain_mode == "analyze" else "VERBOSE"
@@ -253,18 +285,15 @@ def tpch_bench():
                       "prefilters": stats[0] if stats else None,
                       "removed": stats[1] if stats else None,
                       "disabled": stats[2] if stats else None}
-        both = {q: v for q, v in res.items() if v["ratio"] is not None}
-        if both:
-            toff = sum(v["off"] for v in both.values())
-            ton = sum(v["on"] for v in both.values())
-            worst = min(both.items(), key=lambda kv: kv[1]["ratio"])
-            slow = sorted(q for q, v in both.items() if v["ratio"] < 0.95)
-            print(f"{'total':6s} {toff:8.3f} {ton:8.3f} {toff / ton:7.2f}  "
-                  f"over {len(both)} queries that finished both off and on")
-            print(f"# parallel {par}: total speedup {toff / ton:.2f}x over {len(both)} queries; "
-                  f"worst {worst[0]} {worst[1]['ratio']:.2f}x; "
-                  f"{len(slow)} slower than 0.95x{(': ' + ', '.join(slow)) if slow else ''}; "
-                  f"not finished: {', '.join(q for q in res if q not in both) or 'none'}",
+        t = totals(res)
+        if t:
+            print(f"{'total':6s} {t['off']:8.3f} {t['on']:8.3f} {t['ratio']:7.2f}  "
+                  f"over {t['n']} queries that finished both off and on")
+            print(f"# parallel {par}: total speedup {t['ratio']:.2f}x over {t['n']} queries; "
+                  f"worst {t['worst']} {t['worst_ratio']:.2f}x; "
+                  f"{len(t['slow'])} slower than 0.95x{(': ' + ', '.join(t['slow'])) if t['slow'] else ''}; "
+                  f"not finished: {', '.join(q for q in res if q not in t['queries']) or 'none'}"
+                  f"{t['placed_text']}",
                   flush=True)
         results[par] = res
     run(conn, "RESET statement_timeout")
@@ -475,16 +504,13 @@ if args.star:
 if tpch_res or semi:
     print("\n# summary")
     for par, res in (tpch_res or {}).items():
-        both = {q: v for q, v in res.items() if v["ratio"] is not None}
-        if not both:
+        t = totals(res)
+        if not t:
             continue
-        toff = sum(v["off"] for v in both.values())
-        ton = sum(v["on"] for v in both.values())
-        worst = min(both.items(), key=lambda kv: kv[1]["ratio"])
-        slow = sum(1 for v in both.values() if v["ratio"] < 0.95)
-        print(f"TPC-H SF{args.sf:g}, parallel {par}: total {toff / ton:.2f}x "
-              f"({toff:.1f} s off, {ton:.1f} s on, {len(both)} queries; goal >= 1.5x); "
-              f"worst {worst[0]} {worst[1]['ratio']:.2f}x; {slow} slower than 0.95x (goal 0)")
+        print(f"TPC-H SF{args.sf:g}, parallel {par}: total {t['ratio']:.2f}x "
+              f"({t['off']:.1f} s off, {t['on']:.1f} s on, {t['n']} queries; goal >= 1.5x); "
+              f"worst {t['worst']} {t['worst_ratio']:.2f}x; {len(t['slow'])} slower than 0.95x (goal 0)"
+              f"{t['placed_text']}")
     for par, (moff, mon) in (semi or {}).items():
         print(f"semi-join, parallel {par}: {moff / mon:.2f}x ({moff:.3f} s off, {mon:.3f} s on)"
               + ("; goal >= 2.5x" if par == "on" else ""))
