@@ -603,6 +603,12 @@ CREATE TABLE jp_few AS SELECT i % 100 AS k FROM generate_series(1, 5000) i;
 ANALYZE jp_many;
 ANALYZE jp_few;
 SELECT same, filtered, collected FROM jp_inner('SELECT f.k FROM jp_few f WHERE f.k IN (SELECT k FROM jp_many GROUP BY k HAVING count(*) > 0)');
+-- where that filter is skipped (90% expected removed, 95% asked), the reason
+-- counts the rows below the aggregate, not its groups
+SET bloomamq.join_prefilter_min_remove = 0.95;
+SELECT bool_or(p LIKE '%Inner Prefilter: skipped, expected to remove % of 40000 inner rows,%') AS counts_rows_below
+FROM jp_explain_verbose('SELECT f.k FROM jp_few f WHERE f.k IN (SELECT k FROM jp_many GROUP BY k HAVING count(*) > 0)') p;
+SET bloomamq.join_prefilter_min_remove = 0;
 DROP TABLE jp_many, jp_few;
 -- outer keys that come through a lower join: estimated from the statistics
 -- of the column scanned below it, for the join's rows (before 18 the plan

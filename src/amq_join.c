@@ -985,6 +985,19 @@ find_fixed_params(Plan **slot, void *arg)
 #define INNER_REMOVED_PER_OUTER 3
 
 /*
+ * Why a hash join's inner side got no filter of its rows, for EXPLAIN
+ * VERBOSE: the decision, the share of inner rows expected removed (-1
+ * unknown) and the inner rows the rule counted, in all participants (below
+ * an aggregate that groups by the keys, the rows it groups).
+ */
+typedef struct InnerWhy
+{
+	AmqInnerDecision decision;
+	double		remove;
+	double		rows;
+} InnerWhy;
+
+/*
  * The other direction, for a hash join whose inner side is much the larger
  * (a semi join written `small.k IN (SELECT k FROM big)`, which PostgreSQL
  * before 18 can only run by hashing big; an estimate that put the larger
@@ -1011,12 +1024,10 @@ find_fixed_params(Plan **slot, void *arg)
  * assumption), and where that share is expected to be at least
  * INNER_REMOVED_PER_OUTER inner rows for each outer row.
  * Returns whether it did; then the join gets no outer pre-filter.  Where
- * it did not, *why says why (AMQ_INNER_NONE: the join is no candidate),
- * and *why_remove is the expected share of inner rows removed (-1 unknown).
+ * it did not, *why says why.
  */
 static bool
-add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
-					AmqInnerDecision *why, double *why_remove)
+add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w, InnerWhy *why)
 {
 	Plan	   *outer = outerPlan(hj);
 	Plan	   *inner = outerPlan(hash);
@@ -1038,8 +1049,9 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
 	Plan	  **below;
 	bool		grouped = false;
 
-	*why = AMQ_INNER_NONE;
-	*why_remove = -1;
+	why->decision = AMQ_INNER_NONE;
+	why->remove = -1;
+	why->rows = 0;
 	switch (hj->join.jointype)
 	{
 		case JOIN_INNER:
@@ -1066,17 +1078,18 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
 		inner_rows = Max(inner_rows, (*below)->plan_rows);
 	if (inner_rows <= outer->plan_rows)
 		return false;
+	why->rows = inner_rows * divisor;
 
 	/* Parallel Hash: a rescan of the Gather above starts every participant over */
 	if (parallel)
 		fixed = bms_union(fixed, w->gather_params);
-	*why = AMQ_INNER_SKIPPED_OUTER;
+	why->decision = AMQ_INNER_SKIPPED_OUTER;
 	if (!bms_is_subset(outer->allParam, fixed))
 		return false;
-	*why = AMQ_INNER_SKIPPED_ROWS;
+	why->decision = AMQ_INNER_SKIPPED_ROWS;
 	if (inner_rows * divisor < amq_join_prefilter_min_rows)
 		return false;
-	*why = AMQ_INNER_SKIPPED_UNKNOWN;
+	why->decision = AMQ_INNER_SKIPPED_UNKNOWN;
 	outer_distinct = key_distinct(w, outer, hj->hashkeys, divisor);
 	inner_distinct = grouped ?
 		key_distinct_at(w, *below, below_attnos, nkeys, divisor) :
@@ -1084,14 +1097,14 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
 	if (outer_distinct < 0 || inner_distinct < 1)
 		return false;
 	remove = 1.0 - Min(outer_distinct / inner_distinct, 1.0);
-	*why_remove = remove;
-	*why = AMQ_INNER_SKIPPED_COST;
+	why->remove = remove;
+	why->decision = AMQ_INNER_SKIPPED_COST;
 	if (remove < Max(amq_join_prefilter_min_remove, 0.0) || remove <= 0)
 		return false;
-	*why = AMQ_INNER_SKIPPED_RATIO;
+	why->decision = AMQ_INNER_SKIPPED_RATIO;
 	if (remove * inner_rows < outer->plan_rows * INNER_REMOVED_PER_OUTER)
 		return false;
-	*why = AMQ_INNER_SKIPPED_OUTER;
+	why->decision = AMQ_INNER_SKIPPED_OUTER;
 	find_unstable(&outerPlan(hj), &found);
 	if (found)
 		return false;
@@ -1147,7 +1160,7 @@ add_inner_prefilter(HashJoin *hj, Hash *hash, PrefilterWalk *w,
 static List *
 prefilter_ints(HashJoin *hj, Hash *hash, PrefilterWalk *w, int id,
 			   int collector_node_id, AmqPrefilterDecision decision,
-			   double remove, AmqInnerDecision inner_why, double inner_remove)
+			   double remove, const InnerWhy *inner)
 {
 	double		inner_rows = outerPlan(hash)->plan_rows * inner_divisor(w, hash);
 	List	   *ints;
@@ -1160,25 +1173,24 @@ prefilter_ints(HashJoin *hj, Hash *hash, PrefilterWalk *w, int id,
 	ints = lappend_int(ints, (int) Min(inner_rows, (double) INT_MAX));
 	ints = lappend_int(ints, AMQ_PUSHED_NONE);
 	ints = lappend_int(ints, (int) Min(outerPlan(hj)->plan_rows, (double) INT_MAX));
-	ints = lappend_int(ints, inner_why);
-	return lappend_int(ints, (int) rint(inner_remove * 1000));
+	ints = lappend_int(ints, inner->decision);
+	ints = lappend_int(ints, (int) rint(inner->remove * 1000));
+	return lappend_int(ints, (int) Min(inner->rows, (double) INT_MAX));
 }
 
 /*
  * An AmqPrefilterSkipped node, which says in EXPLAIN why hj got no
  * pre-filter: on the outer side (decision, remove) and, where it was a
- * candidate, on the inner side (inner_why, inner_remove; a placed outer
- * pre-filter says that too).  It costs a call
+ * candidate, on the inner side (inner; a placed outer pre-filter says that
+ * too).  It costs a call
  * per row: it goes on the side the planner expects the fewer rows on,
  * usually the inner one (a foreign-key join's dimension), under the Hash.
  */
 static void
 add_skipped(HashJoin *hj, Hash *hash, PrefilterWalk *w,
-			AmqPrefilterDecision decision, double remove,
-			AmqInnerDecision inner_why, double inner_remove)
+			AmqPrefilterDecision decision, double remove, const InnerWhy *inner)
 {
-	List	   *ints = prefilter_ints(hj, hash, w, 0, 0, decision, remove,
-									  inner_why, inner_remove);
+	List	   *ints = prefilter_ints(hj, hash, w, 0, 0, decision, remove, inner);
 	Plan	  **slot = outerPlan(hj)->plan_rows < outerPlan(hash)->plan_rows ?
 		&outerPlan(hj) : &outerPlan(hash);
 
@@ -1203,8 +1215,7 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 	double		inner_distinct;
 	double		remove;
 	AmqPrefilterDecision decision;
-	AmqInnerDecision inner_why;
-	double		inner_remove;
+	InnerWhy	inner;
 
 	if (hash == NULL || !IsA(hash, Hash) || outer == NULL ||
 		outerPlan(hash) == NULL || !keys_supported(hj, hash))
@@ -1223,7 +1234,7 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 		return;
 
 	/* the larger side inside: its rows filtered by the outer keys */
-	if (add_inner_prefilter(hj, hash, w, &inner_why, &inner_remove))
+	if (add_inner_prefilter(hj, hash, w, &inner))
 		return;
 
 	/* only where an outer row that matches no inner row is not emitted */
@@ -1237,9 +1248,8 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 			if (!amq_join_returns_inner_only(hj->join.jointype))
 			{
 				/* the inner side's reason, if it was a candidate */
-				if (inner_why != AMQ_INNER_NONE)
-					add_skipped(hj, hash, w, AMQ_PREFILTER_NONE, -1,
-								inner_why, inner_remove);
+				if (inner.decision != AMQ_INNER_NONE)
+					add_skipped(hj, hash, w, AMQ_PREFILTER_NONE, -1, &inner);
 				return;
 			}
 			break;
@@ -1276,14 +1286,14 @@ add_prefilter(HashJoin *hj, PrefilterWalk *w)
 
 	if (decision != AMQ_PREFILTER_PLACED)
 	{
-		add_skipped(hj, hash, w, decision, remove, inner_why, inner_remove);
+		add_skipped(hj, hash, w, decision, remove, &inner);
 		return;
 	}
 
 	id = ++w->last_filter_id;
 	collector_node_id = ++w->last_plan_node_id;
 	ints = prefilter_ints(hj, hash, w, id, collector_node_id, decision, remove,
-						  inner_why, inner_remove);
+						  &inner);
 
 	outerPlan(hash) = (Plan *)
 		make_pass_through(&amq_collector_scan_methods, outerPlan(hash),

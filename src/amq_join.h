@@ -53,6 +53,8 @@ typedef enum AmqJoinPrefilterMode
 #define AMQ_JOIN_INT_INNER_DECISION	10	/* AmqInnerDecision */
 #define AMQ_JOIN_INT_INNER_REMOVE	11	/* expected share of inner rows
 										 * removed, per mille; -1 unknown */
+#define AMQ_JOIN_INT_INNER_WHY_ROWS	12	/* the inner rows that decision counted,
+										 * all participants */
 
 /* A prefilter pushed down the outer side, and the join's own. */
 typedef enum AmqPrefilterPushed

@@ -739,11 +739,11 @@ explain_inner_why(CustomScanState *node, ExplainState *es)
 	char	   *why;
 
 	if (list_length(list_nth(cscan->custom_private, AMQ_JOIN_PRIV_INTS)) <=
-		AMQ_JOIN_INT_INNER_REMOVE)
+		AMQ_JOIN_INT_INNER_WHY_ROWS)
 		return;
 	inner_why = private_int(node, AMQ_JOIN_INT_INNER_DECISION);
 	inner_remove = private_int(node, AMQ_JOIN_INT_INNER_REMOVE) / 10.0;
-	inner_rows = private_int(node, AMQ_JOIN_INT_INNER_ROWS);
+	inner_rows = private_int(node, AMQ_JOIN_INT_INNER_WHY_ROWS);
 	if (inner_why == AMQ_INNER_NONE)
 		return;
 	if (!es->verbose)
