@@ -624,7 +624,7 @@ keys_init(AmqJoinKeys *k, CustomScanState *node, EState *estate)
  * The combined hash of slot's keys; false if a key is NULL.  Plain keys
  * need no expression context, so rows of them skip its reset.
  */
-static inline bool
+static pg_attribute_always_inline bool
 keys_hash(AmqJoinKeys *k, TupleTableSlot *slot, uint64 *hash)
 {
 	ExprContext *econtext = k->econtext;
@@ -1152,7 +1152,7 @@ prefilter_filter(PrefilterState *ps)
  * join.  After each sample of AMQ_PREFILTER_SAMPLE probes that passed too
  * many, the probing pauses.
  */
-static bool
+static pg_attribute_always_inline bool
 prefilter_probe(PrefilterState *ps, const AmqFilter *filter, uint64 hash)
 {
 	bool		pass = filter_may_contain(filter, hash);
