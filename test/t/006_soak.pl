@@ -63,11 +63,17 @@ CREATE TABLE ins (id int8 PRIMARY KEY);
 CREATE TABLE del (id int8 PRIMARY KEY);
 });
 
+# The standby streams through a slot: a crash's end-of-recovery checkpoint
+# may otherwise remove WAL that a standby lagging at the kill had not yet
+# received, and the standby could then never catch up.
+$primary->safe_psql('postgres',
+	"SELECT pg_create_physical_replication_slot('standby', true)");
 $primary->backup('b');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'b', has_streaming => 1);
 # reconnect soon after each of the primary's restarts
-$standby->append_conf('postgresql.conf', 'wal_retrieve_retry_interval = 500ms');
+$standby->append_conf('postgresql.conf',
+	"wal_retrieve_retry_interval = 500ms\nprimary_slot_name = 'standby'");
 $standby->start;
 
 # ---- the workload: one pgbench per role, every read through the index
