@@ -460,22 +460,27 @@ filter_build(AmqJoinFilter *f)
  * The size of a join filter of AMQ_JOIN_CACHED_KEYS keys: a larger one
  * misses the cache on most probes, and pauses itself sooner.
  */
-static uint64
+static uint64 cached_bytes = 0;
+
+static pg_noinline void
+cached_filter_bytes_init(void)
+{
+	AmqFilter	f;
+
+	if (amq_plan(&f, AMQ_KIND_BLOCKED, AMQ_JOIN_CACHED_KEYS,
+				 AMQ_JOIN_FPR) != AMQ_OK)
+		elog(ERROR, "could not size a join pre-filter for %d keys",
+			 AMQ_JOIN_CACHED_KEYS);
+	cached_bytes = f.payload_len;
+}
+
+/* (inline: the pre-filter asks once per row) */
+static inline uint64
 cached_filter_bytes(void)
 {
-	static uint64 bytes = 0;
-
-	if (bytes == 0)
-	{
-		AmqFilter	f;
-
-		if (amq_plan(&f, AMQ_KIND_BLOCKED, AMQ_JOIN_CACHED_KEYS,
-					 AMQ_JOIN_FPR) != AMQ_OK)
-			elog(ERROR, "could not size a join pre-filter for %d keys",
-				 AMQ_JOIN_CACHED_KEYS);
-		bytes = f.payload_len;
-	}
-	return bytes;
+	if (unlikely(cached_bytes == 0))
+		cached_filter_bytes_init();
+	return cached_bytes;
 }
 
 /* Probe the join filter (blocked, unseeded) for one hash. */
