@@ -174,7 +174,7 @@ sub start_load
 			h => IPC::Run::start(
 				[
 					'pgbench', '--no-vacuum', "--client=$c", "--jobs=$c",
-					'--time=' . ($seconds + 120), '-h', $primary->host,
+					'--time=' . ($seconds + 120), '--progress=1', '-h', $primary->host,
 					'-p', $primary->port,
 					($roles{$role}{rate} ? ('--rate=' . $roles{$role}{rate}) : ()),
 					'-f', $primary->basedir . "/$role.sql", 'postgres'
@@ -281,9 +281,30 @@ for my $cycle (1 .. $cycles)
 	my ($ins0, $del0) = split /\|/,
 	  $primary->safe_psql('postgres', 'SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM del)');
 	my $run = start_load();
+	my $t0 = time();
 	# not sleep(): a client's exit (SIGCHLD) would cut it short
-	my $until = time() + $seconds;
+	my $until = $t0 + $seconds;
 	usleep(100_000) while time() < $until;
+	# Past that, until every role has finished a transaction (a progress
+	# report of pgbench with a rate above 0), for at most 100 s more: under
+	# memcheck on a busy machine a role's first transaction can take longer
+	# than the cycle, and the crash must cut into a running load.
+	my $started = sub {
+		my @idle;
+		for my $role (@roles)
+		{
+			eval { $run->{$role}{h}->pump_nb; };
+			push @idle, $role
+			  unless ${ $run->{$role}{err} } =~ /^progress: [\d.]+ s, (?!0\.0 tps)[\d.]+ tps/m;
+		}
+		return @idle;
+	};
+	$until = time() + 100;
+	while ((my @idle = $started->()) && time() < $until)
+	{
+		usleep(100_000);
+	}
+	note(sprintf('cycle %d: %.1f s of load', $cycle, time() - $t0));
 	my $killed = crash($primary);
 	note("cycle $cycle: killed the postmaster and $killed children");
 
