@@ -289,7 +289,7 @@ for my $cycle (1 .. $cycles)
 	# report of pgbench with a rate above 0), for at most 100 s more: under
 	# memcheck on a busy machine a role's first transaction can take longer
 	# than the cycle, and the crash must cut into a running load.
-	my $started = sub {
+	my $idle_roles = sub {
 		my @idle;
 		for my $role (@roles)
 		{
@@ -300,7 +300,7 @@ for my $cycle (1 .. $cycles)
 		return @idle;
 	};
 	$until = time() + 100;
-	while ((my @idle = $started->()) && time() < $until)
+	while ($idle_roles->() && time() < $until)
 	{
 		usleep(100_000);
 	}
