@@ -745,7 +745,7 @@ DROP INDEX jp_lines_k_idx;
 -- rows; with it, the planner hashes jp_lines, and the estimate of the rows
 -- a filter of its pairs removes from jp_probe2 is the real 83.3%.  The same
 -- rows with the filter as without.
-CREATE TABLE jp_probe2 AS SELECT k, n FROM generate_series(1, 30000) k, generate_series(1, 2) n ORDER BY md5(k || ' ' || n);
+CREATE TABLE jp_probe2 AS SELECT k, n FROM generate_series(1, 30000) k, generate_series(1, 2) n ORDER BY hashint4(2 * k + n);
 ANALYZE jp_probe2;
 CREATE OR REPLACE VIEW jp_lines_q(q) AS VALUES ('SELECT count(*) FROM jp_probe2 p JOIN jp_lines l ON l.k = p.k AND l.n = p.n');
 SET bloomamq.join_prefilter_min_remove = 0.8;
