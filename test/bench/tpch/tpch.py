@@ -147,18 +147,20 @@ def statements(sf):
     out.append(("schema", f"""
         DROP SCHEMA IF EXISTS tpch CASCADE;
         CREATE SCHEMA tpch;
+        -- (bodies as strings, not SQL-standard ones: PostgreSQL 13 has none;
+        -- either way the planner inlines them)
         -- uniform in 0 .. n-1 for row i and column salt
         CREATE FUNCTION tpch.r(i bigint, salt int, n bigint) RETURNS bigint
             LANGUAGE sql IMMUTABLE PARALLEL SAFE
-            RETURN (hashint8extended(i, salt) & 9223372036854775807) % n;
+            AS $$ SELECT (hashint8extended(i, salt) & 9223372036854775807) % n $$;
         -- p_retailprice of a part
         CREATE FUNCTION tpch.retailprice(k bigint) RETURNS numeric
             LANGUAGE sql IMMUTABLE PARALLEL SAFE
-            RETURN ((90000 + ((k / 10) % 20001) + 100 * (k % 1000))::numeric / 100)::numeric(15,2);
+            AS $$ SELECT ((90000 + ((k / 10) % 20001) + 100 * (k % 1000))::numeric / 100)::numeric(15,2) $$;
         -- the j-th (0..3) supplier of part k, of S suppliers
         CREATE FUNCTION tpch.partsupp(k bigint, j bigint) RETURNS bigint
             LANGUAGE sql IMMUTABLE PARALLEL SAFE
-            RETURN (k + j * ({S} / 4 + (k - 1) / {S})) % {S} + 1;
+            AS $$ SELECT (k + j * ({S} / 4 + (k - 1) / {S})) % {S} + 1 $$;
         CREATE TABLE tpch.pool (id int PRIMARY KEY, t text);
         INSERT INTO tpch.pool
         SELECT p, string_agg(({_arr(WORDS)})[1 + tpch.r(p * 64 + w, 1, {len(WORDS)})], ' ' ORDER BY w)
