@@ -33,10 +33,11 @@ chroot of another major.  JIT off in every part.
 2. The semi-join of `make bench` (benchlib.py's t_big 10^7 ids, t_small 10^5
    keys, half present): `id IN (SELECT id FROM t_small)`, off and on
    alternating, parallel plans on and off, work_mem 256MB as in `make bench`;
-   beside them, in the same alternation, the floor no pre-filter can go
-   below: `count(*) FROM t_big WHERE id > 0`, the scan with a qual on the
-   key column (it reads the key and tests it once per row, as the probe
-   does); "on/floor" is how far above it the pre-filtered join runs.
+   beside them, in the same alternation, a floor: `count(*) FROM t_big
+   WHERE id > 0`, the scan with a qual on the key column (it reads the key
+   and tests it once per row, as the probe does, though the probe costs
+   less than the qual, so the pre-filtered join can run a little below it);
+   "on/floor" is how far above it the pre-filtered join runs.
 3. --star: the star schema of earlier versions of this script (fact 10^7 rows
    against three dimensions, and a subquery that aggregates the fact table
    joined to a filtered dimension), off, on and written by hand with
@@ -314,8 +315,9 @@ def semi_bench():
     R = args.runs
     ensure_dataset(conn, N, M)
     sql = "SELECT count(*) FROM t_big WHERE id IN (SELECT id FROM t_small)"
-    # what the pre-filter cannot go below: the scan of t_big with a qual on
-    # the key column (deforms it and runs one test per row, as the probe does)
+    # about what the pre-filtered join cannot go below: the scan of t_big with
+    # a qual on the key column (deforms it and runs one test per row, as the
+    # probe does)
     floor_sql = "SELECT count(*) FROM t_big WHERE id > 0"
     run(conn, "SET work_mem = '256MB'")
     run(conn, "SELECT count(*) FROM t_big")
