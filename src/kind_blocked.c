@@ -168,28 +168,19 @@ const uint32_t amq_blocked_bits[32] = {
 	UINT32_C(1) << 28, UINT32_C(1) << 29, UINT32_C(1) << 30, UINT32_C(1) << 31
 };
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#ifdef AMQ_BLOCKED_HAVE_AVX2
+/* Does this CPU have AVX2 (amq_blocked_probe)?  Set as the library loads. */
+bool		amq_blocked_avx2 = false;
 
-/* the eight bits a key's low 32 bits set in its block, as one register */
-__attribute__((target("avx2"), always_inline))
-static inline __m256i
-blocked_bits_avx2(uint32_t lowhash)
+static void __attribute__((constructor))
+blocked_detect_avx2(void)
 {
-	const __m256i salts = _mm256_setr_epi32((int) AMQ_BLOCKED_SALT0,
-											(int) AMQ_BLOCKED_SALT1,
-											(int) AMQ_BLOCKED_SALT2,
-											(int) AMQ_BLOCKED_SALT3,
-											(int) AMQ_BLOCKED_SALT4,
-											(int) AMQ_BLOCKED_SALT5,
-											(int) AMQ_BLOCKED_SALT6,
-											(int) AMQ_BLOCKED_SALT7);
-	__m256i		x = _mm256_set1_epi32((int) lowhash);
-
-	return _mm256_sllv_epi32(_mm256_set1_epi32(1),
-							 _mm256_srli_epi32(_mm256_mullo_epi32(x, salts), 27));
+	__builtin_cpu_init();
+	amq_blocked_avx2 = __builtin_cpu_supports("avx2");
 }
+#endif
 
+#ifdef AMQ_BLOCKED_HAVE_AVX2
 /*
  * amq_blocked_insert_run with AVX2: a block is one 256-bit register, and a
  * key's eight bits are one multiply by the eight salts, a shift and a
@@ -211,16 +202,13 @@ blocked_fill_avx2(uint8_t *payload, uint64_t nblocks,
 
 		do
 		{
-			acc = _mm256_or_si256(acc, blocked_bits_avx2((uint32_t) hashes[i]));
+			acc = _mm256_or_si256(acc, amq_blocked_bits_avx2((uint32_t) hashes[i]));
 			i++;
 		} while (i < n && amq_blocked_block(hashes[i], nblocks) == block);
 		_mm256_storeu_si256(b, acc);
 	}
 }
-#define BLOCKED_HAVE_AVX2 1
 #endif
-
-bool		amq_blocked_simd = true;
 
 /*
  * Add n (seeded) hashes, sorted ascending (so that blocks come in order,
@@ -231,8 +219,8 @@ void
 amq_blocked_fill(uint8_t *payload, uint64_t nblocks,
 				 const uint64_t *hashes, size_t n)
 {
-#ifdef BLOCKED_HAVE_AVX2
-	if (amq_blocked_simd && __builtin_cpu_supports("avx2"))
+#ifdef AMQ_BLOCKED_HAVE_AVX2
+	if (amq_blocked_avx2)
 	{
 		blocked_fill_avx2(payload, nblocks, hashes, n);
 		return;
@@ -344,7 +332,7 @@ blocked_fill_slice_scalar(uint8_t *payload, uint64_t nblocks,
 	return held;
 }
 
-#ifdef BLOCKED_HAVE_AVX2
+#ifdef AMQ_BLOCKED_HAVE_AVX2
 /*
  * blocked_fill_slice_scalar with AVX2.  Three stretches of the run go in
  * side by side, each key's block read, OR-ed and written back: three chains
@@ -360,7 +348,7 @@ blocked_fill_slice_scalar(uint8_t *payload, uint64_t nblocks,
 	do { \
 		uint64_t	h_ = (h); \
 		__m256i    *b_ = (__m256i *) amq_blocked_at(payload, nblocks, h_); \
-		__m256i		bit_ = blocked_bits_avx2((uint32_t) h_); \
+		__m256i		bit_ = amq_blocked_bits_avx2((uint32_t) h_); \
 		__m256i		old_ = _mm256_loadu_si256(b_); \
 		\
 		if (check && __builtin_expect(_mm256_testc_si256(old_, bit_), 0)) \
@@ -429,8 +417,8 @@ amq_blocked_fill_runs(uint8_t *payload, uint64_t nblocks,
 	FillSegment seg = {runs, from, to};
 	uint64_t	end = 0;
 	size_t		held = 0;
-#ifdef BLOCKED_HAVE_AVX2
-	bool		avx2 = amq_blocked_simd && __builtin_cpu_supports("avx2");
+#ifdef AMQ_BLOCKED_HAVE_AVX2
+	bool		avx2 = amq_blocked_avx2;
 #endif
 
 	if (nruns == 1)
@@ -443,7 +431,7 @@ amq_blocked_fill_runs(uint8_t *payload, uint64_t nblocks,
 		end += BLOCKED_FILL_SEGMENT;
 		for (int r = 0; r < nruns; r++)
 			to[r] = blocked_run_stop(runs[r], from[r], lens[r], end, nblocks);
-#ifdef BLOCKED_HAVE_AVX2
+#ifdef AMQ_BLOCKED_HAVE_AVX2
 		if (avx2)
 			held += blocked_fill_runs_avx2(payload, nblocks, &seg, nruns);
 		else

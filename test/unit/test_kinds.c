@@ -545,6 +545,63 @@ test_blocked_fill(void)
 }
 
 /*
+ * The probe that amq_blocked_probe picks on this CPU (AVX2 on x86-64 that
+ * has it) answers as the scalar one, and both as the key's eight bits say:
+ * in blocks empty, full, random and holding only the key, at even and odd
+ * addresses; and with each of the key's bits cleared in turn, both miss.
+ */
+static void
+test_blocked_probe(void)
+{
+	static const uint32_t salt[8] = {
+		AMQ_BLOCKED_SALT0, AMQ_BLOCKED_SALT1, AMQ_BLOCKED_SALT2,
+		AMQ_BLOCKED_SALT3, AMQ_BLOCKED_SALT4, AMQ_BLOCKED_SALT5,
+		AMQ_BLOCKED_SALT6, AMQ_BLOCKED_SALT7};
+	uint8_t		block[32 + 1];
+	uint64_t	state = 12345;
+	long		disagree = 0,
+				wrong = 0,
+				hits = 0;
+
+	for (int i = 0; i < 200000; i++)
+	{
+		int			mode = i % 4;
+		uint8_t    *b = block + (i / 4) % 2;
+		uint32_t	low;
+		bool		want = true;
+
+		state = state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+		low = (uint32_t) (state >> 32);
+		memset(block, mode == 1 ? 0xff : 0, sizeof(block));
+		if (mode == 2)
+			for (int j = 0; j < 32; j++)
+				b[j] = (uint8_t) (state >> (j % 8 * 8)) ^ (uint8_t) (j * 0x9d);
+		if (mode == 3)
+			amq_blocked_insert(b, low);
+		for (int w = 0; w < 8; w++)
+			if (!((amq_load32(b + 4 * w) >> ((low * salt[w]) >> 27)) & 1))
+				want = false;
+		if (amq_blocked_probe(b, low) != amq_blocked_probe_scalar(b, low))
+			disagree++;
+		if (amq_blocked_probe(b, low) != want)
+			wrong++;
+		hits += want;
+		if (mode == 3)
+		{
+			int			w = (i / 8) % 8;
+			uint32_t	bit = (low * salt[w]) >> 27;
+
+			amq_store32(b + 4 * w, amq_load32(b + 4 * w) & ~((uint32_t) 1 << bit));
+			if (amq_blocked_probe(b, low) || amq_blocked_probe_scalar(b, low))
+				wrong++;
+		}
+	}
+	check(disagree == 0 && wrong == 0 && hits > 50000,
+		  "blocked probe: the CPU's probe answers as the scalar one and the bits",
+		  "disagree=%ld wrong=%ld hits=%ld", disagree, wrong, hits);
+}
+
+/*
  * amq_blocked_fill_runs gives the same bytes as adding each key of each run
  * alone, and counts the keys that repeat an earlier run: 1 to 5 ascending
  * runs that share some keys, over filters of fewer and of more blocks than
@@ -556,6 +613,9 @@ test_blocked_fill_runs(void)
 {
 	const AmqKindOps *ops = &amq_blocked_ops;
 	const size_t counts[] = {0, 1, 1000, 400000};
+#ifdef AMQ_BLOCKED_HAVE_AVX2
+	bool		have_avx2 = amq_blocked_avx2;
+#endif
 
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
 	{
@@ -605,7 +665,9 @@ test_blocked_fill_runs(void)
 				 * 2 and 3: without AVX2
 				 */
 				make_filter(ops, &one, (tiny & 1) ? 1 + m / 64 : (m > 0 ? m : 1), 0.01, 0);
-				amq_blocked_simd = tiny < 2;
+#ifdef AMQ_BLOCKED_HAVE_AVX2
+				amq_blocked_avx2 = have_avx2 && tiny < 2;
+#endif
 				copy_filter(&fill, &one);
 				for (int r = 0; r < nruns; r++)
 				{
@@ -615,7 +677,9 @@ test_blocked_fill_runs(void)
 				}
 				count = total - amq_blocked_fill_runs(fill.payload, fill.param[0],
 													  runs, lens, nruns);
-				amq_blocked_simd = true;
+#ifdef AMQ_BLOCKED_HAVE_AVX2
+				amq_blocked_avx2 = have_avx2;
+#endif
 				check(count == distinct &&
 					  memcmp(one.payload, fill.payload, one.payload_len) == 0,
 					  "blocked fill of runs: the same bytes as one add per key, and the union's count",
@@ -655,6 +719,7 @@ main(void)
 	test_plan_edges(&amq_blocked_ops);
 	test_bloom_layout();
 	test_blocked_layout();
+	test_blocked_probe();
 	test_blocked_fill();
 	test_blocked_fill_runs();
 	test_span();
