@@ -178,9 +178,7 @@ blocked_detect_avx2(void)
 	__builtin_cpu_init();
 	amq_blocked_avx2 = __builtin_cpu_supports("avx2");
 }
-#endif
 
-#ifdef AMQ_BLOCKED_HAVE_AVX2
 /*
  * amq_blocked_insert_run with AVX2: a block is one 256-bit register, and a
  * key's eight bits are one multiply by the eight salts, a shift and a
@@ -417,9 +415,6 @@ amq_blocked_fill_runs(uint8_t *payload, uint64_t nblocks,
 	FillSegment seg = {runs, from, to};
 	uint64_t	end = 0;
 	size_t		held = 0;
-#ifdef AMQ_BLOCKED_HAVE_AVX2
-	bool		avx2 = amq_blocked_avx2;
-#endif
 
 	if (nruns == 1)
 	{
@@ -432,7 +427,7 @@ amq_blocked_fill_runs(uint8_t *payload, uint64_t nblocks,
 		for (int r = 0; r < nruns; r++)
 			to[r] = blocked_run_stop(runs[r], from[r], lens[r], end, nblocks);
 #ifdef AMQ_BLOCKED_HAVE_AVX2
-		if (avx2)
+		if (amq_blocked_avx2)
 			held += blocked_fill_runs_avx2(payload, nblocks, &seg, nruns);
 		else
 #endif

@@ -201,9 +201,9 @@ def totals(res):
     slow = [q for q in first_slow if not both[q].get("confirm") or both[q]["confirm"][2] < 0.95]
     spread = [q for q in first_slow if q not in slow]
     t = {"queries": both, "n": len(both), "off": off, "on": on, "ratio": off / on,
-         "worst": worst, "worst_ratio": both[worst]["ratio"], "slow": slow, "placed_text": ""}
+         "worst": worst, "worst_ratio": both[worst]["ratio"], "slow": slow, "notes": ""}
     if spread:
-        t["placed_text"] = (f"; slower than 0.95x in the first runs but not in a check of "
+        t["notes"] = (f"; slower than 0.95x in the first runs but not in a check of "
                             f"{args.confirm} more: {', '.join(spread)}")
     if all(v["prefilters"] is not None for v in both.values()):
         placed = {q: v for q, v in both.items() if v["prefilters"] > 0}
@@ -211,10 +211,10 @@ def totals(res):
         if placed:
             poff = sum(v["off"] for v in placed.values())
             pon = sum(v["on"] for v in placed.values())
-            t["placed_text"] += (f"; over the {len(placed)} queries that place a pre-filter "
+            t["notes"] += (f"; over the {len(placed)} queries that place a pre-filter "
                                 f"{poff / pon:.2f}x ({poff:.1f} s off, {pon:.1f} s on)")
         if none_slow:
-            t["placed_text"] += (f"; of those slower than 0.95x, no pre-filter placed: "
+            t["notes"] += (f"; of those slower than 0.95x, no pre-filter placed: "
                                  f"{', '.join(none_slow)}")
     return t
 
@@ -345,7 +345,7 @@ def tpch_bench():
                   f"worst {t['worst']} {t['worst_ratio']:.2f}x; "
                   f"{len(t['slow'])} slower than 0.95x{(': ' + ', '.join(t['slow'])) if t['slow'] else ''}; "
                   f"not finished: {', '.join(q for q in res if q not in t['queries']) or 'none'}"
-                  f"{t['placed_text']}",
+                  f"{t['notes']}",
                   flush=True)
         results[par] = res
     run(conn, "RESET statement_timeout")
@@ -570,7 +570,7 @@ if tpch_res or semi:
         print(f"TPC-H SF{args.sf:g}, parallel {par}: total {t['ratio']:.2f}x "
               f"({t['off']:.1f} s off, {t['on']:.1f} s on, {t['n']} queries; goal >= 1.5x); "
               f"worst {t['worst']} {t['worst_ratio']:.2f}x; {len(t['slow'])} slower than 0.95x (goal 0)"
-              f"{t['placed_text']}")
+              f"{t['notes']}")
     for par, (moff, mon, mfloor) in (semi or {}).items():
         print(f"semi-join, parallel {par}: {moff / mon:.2f}x ({moff:.3f} s off, {mon:.3f} s on"
               + ("; goal >= 2.5x" if par == "on" else "")

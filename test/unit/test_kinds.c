@@ -116,14 +116,23 @@ test_check_blocked(void)
 		  "blocked check: rejects a block count whose size wraps", NULL);
 }
 
+/* Parquet's salts, written out apart from kind_blocked.h's */
+static const uint32_t parquet_salt[8] = {
+	0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d,
+	0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31
+};
+
+/* The bit that a key's low 32 bits set in word w of its block, by Parquet's spec */
+static uint32_t
+parquet_bit(uint32_t low, int w)
+{
+	return (low * parquet_salt[w]) >> 27;
+}
+
 /* The blocked layout is Parquet's; check it bit for bit. */
 static void
 test_blocked_layout(void)
 {
-	static const uint32_t salt[8] = {
-		0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d,
-		0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31
-	};
 	const AmqKindOps *ops = &amq_blocked_ops;
 	AmqFilter	f;
 	uint64_t	h = UINT64_C(0xdeadbeefcafef00d);
@@ -139,7 +148,7 @@ test_blocked_layout(void)
 	memset(expect, 0, sizeof(expect));
 	for (w = 0; w < 8; w++)
 	{
-		uint32_t	bit = ((uint32_t) h * salt[w]) >> 27;
+		uint32_t	bit = parquet_bit((uint32_t) h, w);
 
 		/* little-endian word w, bit "bit" */
 		expect[4 * w + bit / 8] |= (uint8_t) (1u << (bit % 8));
@@ -546,17 +555,14 @@ test_blocked_fill(void)
 
 /*
  * The probe that amq_blocked_probe picks on this CPU (AVX2 on x86-64 that
- * has it) answers as the scalar one, and both as the key's eight bits say:
+ * has it) answers as the scalar one, and both as the key's eight bits by
+ * Parquet's spec say:
  * in blocks empty, full, random and holding only the key, at even and odd
  * addresses; and with each of the key's bits cleared in turn, both miss.
  */
 static void
 test_blocked_probe(void)
 {
-	static const uint32_t salt[8] = {
-		AMQ_BLOCKED_SALT0, AMQ_BLOCKED_SALT1, AMQ_BLOCKED_SALT2,
-		AMQ_BLOCKED_SALT3, AMQ_BLOCKED_SALT4, AMQ_BLOCKED_SALT5,
-		AMQ_BLOCKED_SALT6, AMQ_BLOCKED_SALT7};
 	uint8_t		block[32 + 1];
 	uint64_t	state = 12345;
 	long		disagree = 0,
@@ -579,7 +585,7 @@ test_blocked_probe(void)
 		if (mode == 3)
 			amq_blocked_insert(b, low);
 		for (int w = 0; w < 8; w++)
-			if (!((amq_load32(b + 4 * w) >> ((low * salt[w]) >> 27)) & 1))
+			if (!((amq_load32(b + 4 * w) >> parquet_bit(low, w)) & 1))
 				want = false;
 		if (amq_blocked_probe(b, low) != amq_blocked_probe_scalar(b, low))
 			disagree++;
@@ -589,9 +595,9 @@ test_blocked_probe(void)
 		if (mode == 3)
 		{
 			int			w = (i / 8) % 8;
-			uint32_t	bit = (low * salt[w]) >> 27;
 
-			amq_store32(b + 4 * w, amq_load32(b + 4 * w) & ~((uint32_t) 1 << bit));
+			amq_store32(b + 4 * w,
+						amq_load32(b + 4 * w) & ~((uint32_t) 1 << parquet_bit(low, w)));
 			if (amq_blocked_probe(b, low) || amq_blocked_probe_scalar(b, low))
 				wrong++;
 		}
