@@ -87,3 +87,22 @@ VACUUM spc;
 SELECT amq_index_check('spc_amq', true);
 SELECT pg_relation_size('spc_amq') <= pg_relation_size('spc_fresh') * 2 AS refilled_within_2x;
 DROP TABLE spc;
+
+-- An index whose directory takes more than one page (over 1,020 ranges):
+-- VACUUM, with nothing to reseal in the first page's ranges, goes on to the
+-- second page, and after deletes reseals ranges of both.
+CREATE TABLE dirs (id int8, pad text);
+ALTER TABLE dirs SET (autovacuum_enabled = off);
+INSERT INTO dirs SELECT g, repeat('x', 1000) FROM generate_series(1, 8000) g;
+CREATE INDEX dirs_amq ON dirs USING amq (id) WITH (pages_per_range = 1);
+SELECT pg_relation_size('dirs') / current_setting('block_size')::int > 1100 AS over_1100_ranges;
+VACUUM dirs;
+SELECT amq_index_check('dirs_amq', true);
+DELETE FROM dirs WHERE id % 3 = 0;
+VACUUM dirs;
+SELECT amq_index_check('dirs_amq', true);
+SET enable_seqscan = off;
+SELECT count(*) FROM unnest(ARRAY[1, 2, 4000, 7999, 8000]::int8[]) p
+WHERE EXISTS (SELECT 1 FROM dirs WHERE id = p);
+RESET enable_seqscan;
+DROP TABLE dirs;

@@ -587,7 +587,12 @@ vacuum_has_work(Relation index, uint32 last, MemoryContext cxt)
 	bool		work;
 	MemoryContext rcxt = AllocSetContextCreate(cxt, "amq index vacuum check",
 											   ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(rcxt);
+
+	/*
+	 * The directory's page numbers and the reader (its scratch) outlive the
+	 * ranges: in cxt, not in rcxt, which is reset after each range.
+	 */
+	MemoryContext old = MemoryContextSwitchTo(cxt);
 
 	buf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
@@ -616,9 +621,11 @@ vacuum_has_work(Relation index, uint32 last, MemoryContext cxt)
 			CHECK_FOR_INTERRUPTS();
 			if (entry.blk == InvalidBlockNumber)
 				continue;
+			MemoryContextSwitchTo(rcxt);
 			AmqIdxReadRange(&r, entry, &rg);
 			AmqIdxReaderUnlock(&r);
 			work = needs_reseal(&rg);
+			MemoryContextSwitchTo(cxt);
 			MemoryContextReset(rcxt);
 		}
 		UnlockReleaseBuffer(buf);
@@ -626,6 +633,7 @@ vacuum_has_work(Relation index, uint32 last, MemoryContext cxt)
 	AmqIdxReaderRelease(&r);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(rcxt);
+	pfree(dirpages);
 	return work;
 }
 
