@@ -56,8 +56,11 @@
  * in which only the bits and key counts of dynamic segments change.
  * Meanwhile inserts that need no new segment go on, and the others and
  * VACUUM's reseals wait.  Blocks past the size taken with the directory
- * are not looked at.  On a standby, replay does not take that lock: check
- * there with replay paused (pg_wal_replay_pause()), or on the primary.
+ * are not looked at.  On a standby, replay does not take that lock: what
+ * looks corrupted while replay moves on is checked again
+ * (check_structure_in_recovery).  No two buffer locks are held at once
+ * but a directory page's and a data page's, in the order scans take them,
+ * which no replayed record takes the other way round.
  *
  * heapallindexed registers an MVCC snapshot before it looks at the
  * directory, as bt_index_check does: every row the snapshot sees was
@@ -84,6 +87,7 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include AMQ_XLOGRECOVERY_H
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
@@ -105,6 +109,9 @@ PG_FUNCTION_INFO_V1(amq_index_check);
 
 /* the page type of a new (all-zero) page, beside AMQIDX_PAGE_* */
 #define PAGE_NEW				0
+
+/* how many times a check on a standby tries while replay changes the index */
+#define AMQIDX_CHECK_ATTEMPTS	5
 
 /* the "range" of a free run in the overlap check */
 #define FREE_SPACE				(PG_UINT32_MAX - 1)
@@ -380,6 +387,13 @@ copy_directory(AmqIdxCheckState *st)
 	st->sealed_keys = meta->sealed_keys;
 	st->sealed_ranges = meta->sealed_ranges;
 
+	/*
+	 * Released before any directory page is locked: replay of a record that
+	 * switches an entry locks the directory page first, then the metapage.
+	 * The space lock keeps the two in step on a primary.
+	 */
+	UnlockReleaseBuffer(metabuf);
+
 	st->pagetype = MemoryContextAllocExtended(st->checkcxt, st->nblocks,
 											  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	st->pagetype[AMQIDX_METAPAGE_BLKNO] = AMQIDX_PAGE_META;
@@ -408,7 +422,6 @@ copy_directory(AmqIdxCheckState *st)
 		UnlockReleaseBuffer(buf);
 		st->pagetype[blk] = AMQIDX_PAGE_DIR;
 	}
-	UnlockReleaseBuffer(metabuf);
 }
 
 /*
@@ -1019,6 +1032,111 @@ check_heap(AmqIdxCheckState *st, Snapshot snapshot)
 
 /* ---- the function ---- */
 
+/* Everything but the rows: under the space lock, one consistent picture. */
+static void
+check_structure(AmqIdxCheckState *st)
+{
+	AmqIdxLockSpace(st->index, ShareLock);
+	copy_directory(st);
+	check_pages(st);
+	for (uint32 range = 0; range < st->ndirpages * AMQIDX_DIR_PER_PAGE; range++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		MemoryContextSwitchTo(st->rangecxt);
+		check_range(st, range);
+		MemoryContextSwitchTo(st->checkcxt);
+		MemoryContextReset(st->rangecxt);
+	}
+	AmqIdxReaderRelease(&st->reader);
+	check_overlaps(st);
+	AmqIdxUnlockSpace(st->index, ShareLock);
+	if (st->sealed_ranges < st->live_sealed || st->sealed_keys < st->live_sealed_keys)
+		corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
+				  "the metapage counts %llu sealed filters of %llu keys, fewer than the records hold (%llu of %llu keys)",
+				  (unsigned long long) st->sealed_ranges,
+				  (unsigned long long) st->sealed_keys,
+				  (unsigned long long) st->live_sealed,
+				  (unsigned long long) st->live_sealed_keys);
+}
+
+/*
+ * On a standby.  Replay takes no heavyweight lock, so it may change the
+ * index while the check reads it, and the check may see the pages of one
+ * moment beside those of a later one: a reseal's new record beside the old
+ * directory entry, pages freed and reused.  Each WAL record leaves the
+ * index sound (a crash may stop replay after any of them), so only such a
+ * mix can look corrupted.  A corruption found while replay moved on is
+ * checked again, in a subtransaction that lets go of what the attempt held;
+ * one found while replay stood still, or in the last attempt, is reported.
+ */
+static ErrorData *
+try_check_structure(AmqIdxCheckState *st)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		check_structure(st);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return edata;
+}
+
+static void
+check_structure_in_recovery(AmqIdxCheckState *st)
+{
+	for (int attempt = 1;; attempt++)
+	{
+		XLogRecPtr	replayed = GetXLogReplayRecPtr(NULL);
+		ErrorData  *edata = try_check_structure(st);
+
+		if (edata == NULL)
+			return;
+		if ((edata->sqlerrcode != ERRCODE_INDEX_CORRUPTED &&
+			 edata->sqlerrcode != ERRCODE_DATA_CORRUPTED) ||
+			GetXLogReplayRecPtr(NULL) == replayed)
+			ReThrowError(edata);
+		if (attempt == AMQIDX_CHECK_ATTEMPTS)
+		{
+			edata->hint = psprintf("Replay changed the index during each of %d checks: "
+								   "pause it (pg_wal_replay_pause()) and check again.",
+								   AMQIDX_CHECK_ATTEMPTS);
+			ReThrowError(edata);
+		}
+		ereport(DEBUG1,
+				(errmsg_internal("amq index \"%s\": replay moved on during check %d, which found: %s; checking again",
+								 RelationGetRelationName(st->index), attempt,
+								 edata->detail ? edata->detail : edata->message)));
+		FreeErrorData(edata);
+
+		/* the attempt's buffers went with its subtransaction */
+		AmqIdxReaderInit(&st->reader, st->index);
+		if (st->pagetype)
+			pfree(st->pagetype);
+		if (st->dir)
+			pfree(st->dir);
+		st->pagetype = NULL;
+		st->dir = NULL;
+		st->nblobs = 0;
+		st->live_sealed = st->live_sealed_keys = 0;
+		st->live_blobs = st->live_bytes = 0;
+	}
+}
+
 static void
 check_index(Relation index, Relation heap, bool heapallindexed)
 {
@@ -1067,27 +1185,11 @@ check_index(Relation index, Relation heap, bool heapallindexed)
 
 	/* the rows this backend inserted and holds back (amqidx_insert.c) */
 	AmqIdxFlushBatch(index);
-	AmqIdxLockSpace(index, ShareLock);
-	copy_directory(st);
-	check_pages(st);
-	for (uint32 range = 0; range < st->ndirpages * AMQIDX_DIR_PER_PAGE; range++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		MemoryContextSwitchTo(st->rangecxt);
-		check_range(st, range);
-		MemoryContextSwitchTo(checkcxt);
-		MemoryContextReset(st->rangecxt);
-	}
-	AmqIdxReaderRelease(&st->reader);
-	check_overlaps(st);
-	AmqIdxUnlockSpace(index, ShareLock);
-	if (st->sealed_ranges < st->live_sealed || st->sealed_keys < st->live_sealed_keys)
-		corrupted(st, AMQIDX_METAPAGE_BLKNO, NO_RANGE,
-				  "the metapage counts %llu sealed filters of %llu keys, fewer than the records hold (%llu of %llu keys)",
-				  (unsigned long long) st->sealed_ranges,
-				  (unsigned long long) st->sealed_keys,
-				  (unsigned long long) st->live_sealed,
-				  (unsigned long long) st->live_sealed_keys);
+	/* no subtransaction in parallel mode (before 17): one attempt */
+	if (RecoveryInProgress() && !IsInParallelMode())
+		check_structure_in_recovery(st);
+	else
+		check_structure(st);
 	ereport(DEBUG1,
 			(errmsg_internal("amq index \"%s\": %u blocks, %u ranges, %llu blobs of %llu bytes in use verified",
 							 RelationGetRelationName(index), st->nblocks, st->nranges,

@@ -63,6 +63,13 @@
 #define AMQ_WAIT_EVENT_H "pgstat.h"
 #endif
 
+/* GetXLogReplayRecPtr() moved from xlog.h to xlogrecovery.h in 15 */
+#if PG_VERSION_NUM >= 150000
+#define AMQ_XLOGRECOVERY_H "access/xlogrecovery.h"
+#else
+#define AMQ_XLOGRECOVERY_H "access/xlog.h"
+#endif
+
 /* vacuum_delay_point() takes whether it is called from ANALYZE since 18 */
 #if PG_VERSION_NUM >= 180000
 #define AMQ_VACUUM_DELAY_POINT() vacuum_delay_point(false)

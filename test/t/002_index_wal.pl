@@ -81,6 +81,71 @@ INSERT INTO t SELECT 101000 + g, 'k' || (101000 + g), 'y' FROM generate_series(1
 $primary->wait_for_catchup($standby);
 compare($standby, 'after delete and vacuum');
 
+# amq_index_check on the standby while replay changes the index: deletes,
+# inserts and VACUUM's reseals on the primary, checks in a loop on the
+# standby.  Replay takes no heavyweight lock, so a check may read pages from
+# before and after a record: what looks corrupted then is checked again,
+# and no corruption may be reported.  Nor may replay wait on a check (it
+# locks a directory page, then the metapage): the standby must catch up.
+$primary->safe_psql('postgres', q{
+CREATE TABLE w (id int8, k text);
+ALTER TABLE w SET (autovacuum_enabled = off);
+INSERT INTO w SELECT g, 'k' || g FROM generate_series(1, 20000) g;
+CREATE INDEX w_amq ON w USING amq (id, k) WITH (pages_per_range = 2);
+});
+$primary->wait_for_catchup($standby);
+my $churn = $primary->basedir . '/churn.sql';
+append_to_file($churn, q{
+\set i random(0, 10)
+DELETE FROM w WHERE id % 11 = :i AND id <= 20000;
+INSERT INTO w SELECT 100000 + g, 'k' || g FROM generate_series(1, 2000) g;
+VACUUM w;
+});
+my $load_secs = scaled(15, 6);
+my ($lout, $lerr) = ('', '');
+my $load = IPC::Run::start(
+	[
+		'pgbench', '--no-vacuum', '--client=1', "--time=$load_secs",
+		'-h', $primary->host, '-p', $primary->port, '-f', $churn, 'postgres'
+	],
+	'>', \$lout, '2>', \$lerr);
+my ($checks, $failures, $retries) = (0, 0, 0);
+my $until = time() + $load_secs;
+while (time() < $until)
+{
+	my ($o, $e, $timed_out) = ('', '');
+	my $heap = $checks % 2 ? 'true' : 'false';
+	my $rc = $standby->psql('postgres',
+		"SET client_min_messages = debug1; SELECT amq_index_check('w_amq', $heap);",
+		stdout => \$o, stderr => \$e, timeout => 120, timed_out => \$timed_out);
+	$checks++;
+	$retries += () = $e =~ /checking again/g;
+	if ($rc != 0 || $timed_out)
+	{
+		$failures++;
+		diag("check $checks on the standby: " . ($timed_out ? 'timed out' : $e));
+	}
+}
+$load->finish;
+like($lout, qr/number of transactions actually processed: [1-9]/,
+	'the deletes, inserts and VACUUMs ran on the primary');
+is($failures, 0, "$checks checks on the standby during replay report no corruption");
+note("$retries of them checked again after replay moved on");
+cmp_ok($checks, '>=', 5, 'the standby was checked while replay went on');
+my $end_lsn = $primary->lsn('insert');
+$primary->wait_for_catchup($standby, 'replay', $end_lsn);
+is($standby->safe_psql('postgres', "SELECT pg_last_wal_replay_lsn() >= '$end_lsn'::pg_lsn"),
+	't', 'replay went on past the checks: the standby caught up');
+$standby->safe_psql('postgres', "SELECT amq_index_check('w_amq', true)");
+$primary->safe_psql('postgres', "SELECT amq_index_check('w_amq', true)");
+is($standby->safe_psql('postgres', q{
+SET enable_seqscan = off;
+SELECT count(*) FROM w WHERE id = 100001;
+}), $primary->safe_psql('postgres', q{
+SET enable_seqscan = off;
+SELECT count(*) FROM w WHERE id = 100001;
+}), 'the standby finds the rows inserted during the checks, as the primary');
+
 # the standby, promoted, goes on taking inserts through the index
 $standby->promote;
 $standby->safe_psql('postgres', q{
