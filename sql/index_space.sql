@@ -88,16 +88,22 @@ SELECT amq_index_check('spc_amq', true);
 SELECT pg_relation_size('spc_amq') <= pg_relation_size('spc_fresh') * 2 AS refilled_within_2x;
 DROP TABLE spc;
 
--- An index whose directory takes more than one page (over 1,020 ranges):
--- VACUUM, with nothing to reseal in the first page's ranges, goes on to the
--- second page, and after deletes reseals ranges of both.
+-- An index whose directory takes more than one page (over 1,020 ranges),
+-- the second added by inserts: VACUUM, with nothing to reseal in the first
+-- page's ranges, goes on to the second page, and after deletes reseals
+-- ranges of both.
 CREATE TABLE dirs (id int8, pad text);
 ALTER TABLE dirs SET (autovacuum_enabled = off);
-INSERT INTO dirs SELECT g, repeat('x', 1000) FROM generate_series(1, 8000) g;
+INSERT INTO dirs SELECT g, repeat('x', 1000) FROM generate_series(1, 6000) g;
 CREATE INDEX dirs_amq ON dirs USING amq (id) WITH (pages_per_range = 1);
+SELECT pg_relation_size('dirs') / current_setting('block_size')::int < 1000 AS under_1000_ranges;
+INSERT INTO dirs SELECT g, repeat('x', 1000) FROM generate_series(6001, 8000) g;
 SELECT pg_relation_size('dirs') / current_setting('block_size')::int > 1100 AS over_1100_ranges;
+SELECT amq_index_check('dirs_amq', true);
 VACUUM dirs;
 SELECT amq_index_check('dirs_amq', true);
+-- nothing left to reseal: it reads every range of both pages
+VACUUM dirs;
 DELETE FROM dirs WHERE id % 3 = 0;
 VACUUM dirs;
 SELECT amq_index_check('dirs_amq', true);
