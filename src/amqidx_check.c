@@ -110,8 +110,12 @@ PG_FUNCTION_INFO_V1(amq_index_check);
 /* the page type of a new (all-zero) page, beside AMQIDX_PAGE_* */
 #define PAGE_NEW				0
 
-/* how many times a check on a standby tries while replay changes the index */
-#define AMQIDX_CHECK_ATTEMPTS	5
+/*
+ * How many times a check on a standby tries while replay changes the index,
+ * and the longest wait between two tries (ms; the waits double from 10).
+ */
+#define AMQIDX_CHECK_ATTEMPTS	10
+#define AMQIDX_CHECK_MAX_WAIT	1000
 
 /* the "range" of a free run in the overlap check */
 #define FREE_SPACE				(PG_UINT32_MAX - 1)
@@ -1122,6 +1126,10 @@ check_structure_in_recovery(AmqIdxCheckState *st)
 								 RelationGetRelationName(st->index), attempt,
 								 edata->detail ? edata->detail : edata->message)));
 		FreeErrorData(edata);
+
+		/* a reseal or a compaction in replay may take a while: let it end */
+		pg_usleep(Min(10L << Min(attempt - 1, 10), AMQIDX_CHECK_MAX_WAIT) * 1000L);
+		CHECK_FOR_INTERRUPTS();
 
 		/* the attempt's buffers went with its subtransaction */
 		AmqIdxReaderInit(&st->reader, st->index);
