@@ -1193,7 +1193,7 @@ check_index(Relation index, Relation heap, bool heapallindexed)
 
 	/* the rows this backend inserted and holds back (amqidx_insert.c) */
 	AmqIdxFlushBatch(index);
-	/* no subtransaction in parallel mode (before 17): one attempt */
+	/* a subtransaction may not be allowed in parallel mode: one attempt */
 	if (RecoveryInProgress() && !IsInParallelMode())
 		check_structure_in_recovery(st);
 	else
