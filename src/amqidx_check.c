@@ -1036,10 +1036,25 @@ check_heap(AmqIdxCheckState *st, Snapshot snapshot)
 
 /* ---- the function ---- */
 
-/* Everything but the rows: under the space lock, one consistent picture. */
+/*
+ * Everything but the rows: under the space lock, one consistent picture.
+ * It starts from nothing, since on a standby it may run again after a try
+ * whose subtransaction took the reader's buffer with it.
+ */
 static void
 check_structure(AmqIdxCheckState *st)
 {
+	AmqIdxReaderInit(&st->reader, st->index);
+	if (st->pagetype)
+		pfree(st->pagetype);
+	if (st->dir)
+		pfree(st->dir);
+	st->pagetype = NULL;
+	st->dir = NULL;
+	st->nblobs = 0;
+	st->live_sealed = st->live_sealed_keys = 0;
+	st->live_blobs = st->live_bytes = 0;
+
 	AmqIdxLockSpace(st->index, ShareLock);
 	copy_directory(st);
 	check_pages(st);
@@ -1130,18 +1145,6 @@ check_structure_in_recovery(AmqIdxCheckState *st)
 		/* a reseal or a compaction in replay may take a while: let it end */
 		pg_usleep(Min(10L << Min(attempt - 1, 10), AMQIDX_CHECK_MAX_WAIT) * 1000L);
 		CHECK_FOR_INTERRUPTS();
-
-		/* the attempt's buffers went with its subtransaction */
-		AmqIdxReaderInit(&st->reader, st->index);
-		if (st->pagetype)
-			pfree(st->pagetype);
-		if (st->dir)
-			pfree(st->dir);
-		st->pagetype = NULL;
-		st->dir = NULL;
-		st->nblobs = 0;
-		st->live_sealed = st->live_sealed_keys = 0;
-		st->live_blobs = st->live_bytes = 0;
 	}
 }
 
@@ -1164,7 +1167,6 @@ check_index(Relation index, Relation heap, bool heapallindexed)
 	st->rangecxt = AllocSetContextCreate(checkcxt, "amq index check range",
 										 ALLOCSET_DEFAULT_SIZES);
 	st->strategy = GetAccessStrategy(BAS_BULKREAD);
-	AmqIdxReaderInit(&st->reader, index);
 	for (int i = 0; i < st->natts; i++)
 	{
 		AmqIdxHasherInit(&st->hashers[i], index, i,
