@@ -204,7 +204,7 @@ def totals(res):
          "worst": worst, "worst_ratio": both[worst]["ratio"], "slow": slow, "notes": ""}
     if spread:
         t["notes"] = (f"; slower than 0.95x in the first runs but not in a check of "
-                            f"{args.confirm} more: {', '.join(spread)}")
+                      f"{args.confirm} more: {', '.join(spread)}")
     if all(v["prefilters"] is not None for v in both.values()):
         placed = {q: v for q, v in both.items() if v["prefilters"] > 0}
         none_slow = [q for q in slow if q not in placed]
@@ -212,10 +212,10 @@ def totals(res):
             poff = sum(v["off"] for v in placed.values())
             pon = sum(v["on"] for v in placed.values())
             t["notes"] += (f"; over the {len(placed)} queries that place a pre-filter "
-                                f"{poff / pon:.2f}x ({poff:.1f} s off, {pon:.1f} s on)")
+                           f"{poff / pon:.2f}x ({poff:.1f} s off, {pon:.1f} s on)")
         if none_slow:
             t["notes"] += (f"; of those slower than 0.95x, no pre-filter placed: "
-                                 f"{', '.join(none_slow)}")
+                           f"{', '.join(none_slow)}")
     return t
 
 
