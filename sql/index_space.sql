@@ -112,3 +112,46 @@ SELECT count(*) FROM unnest(ARRAY[1, 2, 4000, 7999, 8000]::int8[]) p
 WHERE EXISTS (SELECT 1 FROM dirs WHERE id = p);
 RESET enable_seqscan;
 DROP TABLE dirs;
+
+-- The free list is full: the metapage lists 120 runs of free pages, and a
+-- VACUUM that frees more forgets the smallest (their pages wait for the
+-- next VACUUM's sweep).  Each range's sealed filter spans two to three
+-- pages (fpr 1e-9); updating one row in every other range makes VACUUM
+-- reseal those ranges, which frees the whole pages of each one's old
+-- filter, too few for a new filter: one run per range, over 120 of them.
+-- The list's count is read from the metapage (pageinspect): the last 968
+-- bytes of its content, which ends 8 bytes before the block's end, are
+-- the free space, the count after its first field.
+CREATE EXTENSION pageinspect;
+CREATE TABLE runs (k int4) WITH (fillfactor = 95, autovacuum_enabled = off);
+INSERT INTO runs SELECT g FROM generate_series(1, 900000) g;
+CREATE INDEX runs_amq ON runs USING amq (k) WITH (pages_per_range = 16, fpr = 1e-9);
+CREATE FUNCTION pg_temp.free_runs() RETURNS int LANGUAGE sql AS $$
+	SELECT get_byte(p, o) + 256 * get_byte(p, o + 1)
+	FROM get_raw_page('runs_amq', 0) p,
+		LATERAL (SELECT current_setting('block_size')::int - 8 - 968 + 4) v(o)
+$$;
+CREATE FUNCTION pg_temp.update_every_other(first int) RETURNS void LANGUAGE sql AS $$
+	UPDATE runs SET k = -k WHERE ctid IN (
+		SELECT format('(%s,1)', b)::tid
+		FROM generate_series(first, pg_relation_size('runs') / current_setting('block_size')::int - 1, 32) b)
+$$;
+SELECT pg_temp.free_runs() AS runs_as_built;
+SELECT pg_temp.update_every_other(0);
+VACUUM runs;
+SELECT pg_temp.free_runs() AS runs_list_full;
+SELECT pg_relation_size('runs_amq') AS full_size \gset
+SELECT amq_index_check('runs_amq', true);
+-- The other ranges: their reseals take the listed runs and the rest of the
+-- index's free pages, which the sweep finds again; the index shrinks.
+SELECT pg_temp.update_every_other(16);
+VACUUM runs;
+SELECT pg_temp.free_runs() < 120 AS list_not_full,
+	pg_relation_size('runs_amq') < :full_size AS shrank;
+SELECT amq_index_check('runs_amq', true);
+SET enable_seqscan = off;
+SELECT count(*) FROM unnest(ARRAY[-1, 2, 450000, 899999, 900000]) p
+WHERE EXISTS (SELECT 1 FROM runs WHERE k = p);
+RESET enable_seqscan;
+DROP TABLE runs;
+DROP EXTENSION pageinspect;
