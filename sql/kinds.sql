@@ -117,13 +117,18 @@ SELECT pg_temp.err($$SELECT amq_new('twobit', 100) | amq_new('counting', 100)$$)
 SELECT pg_temp.err($$SELECT amq_new('counting', 100) | amq_new('counting', 1000)$$);
 SELECT pg_temp.err($$SELECT amq_union_agg(f) FROM (VALUES (amq_new('cuckoo', 10)), (amq_new('cuckoo', 10))) v(f)$$);
 
--- auto: a static kind when the aggregate or array sees every key, blocked
--- when keys may come later
+-- auto: a static kind when the aggregate or array sees every key (bloom
+-- below 2^-32, which fuse's and ribbon's fingerprints cannot reach),
+-- blocked when keys may come later
 SELECT amq_kind(amq_new('auto', 100)) AS new,
 	amq_kind((SELECT amq_agg(id, 0.01, 'auto', 1000) FROM keys)) AS agg_capacity,
 	amq_kind((SELECT amq_agg(id, 0.01, 'auto') FROM keys)) AS agg_1pct,
 	amq_kind((SELECT amq_agg(id, 0.004, 'auto') FROM keys)) AS agg_0_4pct,
 	amq_kind(amq_from_array(ARRAY[1, 2], 0.001, 'auto')) AS array_0_1pct;
+WITH f AS (SELECT p, amq_agg(id, p, 'auto') f
+		   FROM keys, unnest(ARRAY[2.3283064365386963e-10, 1e-12]) p GROUP BY p)
+SELECT p, amq_kind(f), (SELECT count(*) FROM keys WHERE NOT f @> id) AS missed
+FROM f ORDER BY p DESC;
 SELECT pg_temp.err($$SELECT amq_new('nosuchkind', 100)$$);
 
 -- static and non-union kinds in parallel aggregates: partial states carry

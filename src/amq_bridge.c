@@ -209,7 +209,8 @@ AmqKindOpsByName(const char *name)
  * - "auto": when the build sees the complete key set (keyset: an aggregate
  *   without a capacity, an array), the static kind with the fewest bits per
  *   key at this fpr, fuse unless ribbon is at least 15% smaller (fuse probes
- *   are faster); otherwise, when keys may be added later, blocked.
+ *   are faster), and bloom below the rates their 32-bit fingerprints reach
+ *   (2^-32); otherwise, when keys may be added later, blocked.
  * - "parquet": the blocked kind with Parquet's hashing and a power-of-two
  *   number of blocks, for amq_to_parquet (*parquet is set).
  */
@@ -233,7 +234,8 @@ AmqResolveKind(const char *name, bool keyset, double fpr, bool *parquet)
 			return &amq_blocked_ops;
 		AmqCheckFpr(fpr);
 		if (amq_plan(&a, AMQ_KIND_FUSE, 1000000, fpr) != AMQ_OK)
-			return ribbon;
+			return (amq_plan(&b, AMQ_KIND_RIBBON, 1000000, fpr) == AMQ_OK) ?
+				ribbon : &amq_bloom_ops;
 		if (amq_plan(&b, AMQ_KIND_RIBBON, 1000000, fpr) != AMQ_OK)
 			return fuse;
 		return ((double) b.payload_len <= 0.85 * (double) a.payload_len) ? ribbon : fuse;

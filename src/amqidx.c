@@ -48,8 +48,23 @@ amqidxoptions(Datum reloptions, bool validate)
 		{"fpr", RELOPT_TYPE_REAL, offsetof(AmqIdxOptions, fpr)},
 	};
 
-	return (bytea *) build_reloptions(reloptions, validate, amqidx_relopt_kind,
-									  sizeof(AmqIdxOptions), tab, lengthof(tab));
+	AmqIdxOptions *opts;
+
+	opts = (AmqIdxOptions *) build_reloptions(reloptions, validate, amqidx_relopt_kind,
+											  sizeof(AmqIdxOptions), tab, lengthof(tab));
+
+	/*
+	 * A lower fpr is taken as the lowest the filters reach, not refused: an
+	 * index with one, from before this check, must still restore.
+	 */
+	if (validate && opts && opts->fpr > 0.0 && opts->fpr < AMQIDX_FPR_MIN)
+		ereport(WARNING,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("fpr %g is below 2^-32, the lowest false-positive rate of an amq index",
+						opts->fpr),
+				 errdetail("The index's filters use 2^-32 (about 2.33e-10)."),
+				 errhint("Set fpr to 0 for the automatic rate, or to 2.33e-10 or more.")));
+	return (bytea *) opts;
 }
 
 /* The index's pages_per_range option. */
@@ -73,7 +88,7 @@ AmqIdxFprOption(Relation index)
 /*
  * The fpr of a range's filters.  A lookup probes every range, so the
  * automatic rate aims at AMQIDX_AUTO_FALSE_RANGES false ranges per lookup
- * over the whole index.
+ * over the whole index; a set rate below AMQIDX_FPR_MIN is raised to it.
  */
 double
 AmqIdxEffectiveFpr(double fpr_option, uint64 nranges)
@@ -81,7 +96,7 @@ AmqIdxEffectiveFpr(double fpr_option, uint64 nranges)
 	double		fpr;
 
 	if (fpr_option > 0.0)
-		return fpr_option;
+		return Max(fpr_option, AMQIDX_FPR_MIN);
 	fpr = AMQIDX_AUTO_FALSE_RANGES / (double) Max(nranges, 1);
 	return Max(Min(fpr, AMQIDX_AUTO_FPR_MAX), AMQIDX_AUTO_FPR_MIN);
 }

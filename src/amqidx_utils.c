@@ -999,7 +999,8 @@ AmqIdxSetKeyInfo(AmqFilter *f, const AmqIdxHasher *h)
 
 /*
  * The sealed filter of n key hashes (sorted and deduplicated here): the
- * static kind with the fewest bits per key at this fpr.
+ * static kind with the fewest bits per key at this fpr, which is at least
+ * AMQIDX_FPR_MIN, so fuse or ribbon: kinds a probe reads by span.
  */
 struct varlena *
 AmqIdxBuildSealed(uint64 *hashes, Size n, double fpr, const AmqIdxHasher *h)
