@@ -460,7 +460,7 @@ SELECT * FROM jp_pushed('SELECT s.t, s.a, s.n, d.id FROM (SELECT t, a, count(*) 
 SELECT same FROM jp_pushed('SELECT d.id FROM jp_bdim d WHERE d.w < 50 AND d.id IN (SELECT a FROM jp_big)');
 SET enable_hashagg = off;
 SELECT * FROM jp_pushed('SELECT s.a, s.n, d.id FROM (SELECT a, count(*) AS n FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
-SELECT * FROM jp_pushed('SELECT s.a, d.id FROM (SELECT a FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
+SELECT * FROM jp_pushed('SELECT s.a, d.id FROM (SELECT a FROM jp_big GROUP BY a) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 10');
 SELECT * FROM jp_pushed('SELECT s.a, s.t, d.id FROM (SELECT DISTINCT a, t FROM jp_big) s JOIN jp_bdim d ON s.a = d.id WHERE d.w < 50');
 RESET enable_hashagg;
 -- grouped by an expression: above the node that computes it
