@@ -1016,6 +1016,8 @@ AmqIdxBuildSealed(uint64 *hashes, Size n, double fpr, const AmqIdxHasher *h)
 	memset(&keyinfo, 0, sizeof(keyinfo));
 	AmqIdxSetKeyInfo(&keyinfo, h);
 	ops = AmqResolveKind("auto", true, fpr, &parquet);
+	if (ops->probe_span == NULL)
+		elog(ERROR, "amq index sealed filter of kind %s cannot be probed in pages", ops->name);
 	return (struct varlena *) DatumGetPointer(AmqBuildFromHashes(ops->id, fpr, &keyinfo,
 																 hashes, n, 0));
 }
