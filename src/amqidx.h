@@ -94,8 +94,8 @@
 #define AMQIDX_AUTO_FALSE_RANGES		0.1
 #define AMQIDX_AUTO_FPR_MAX				0.01
 #define AMQIDX_AUTO_FPR_MIN				1e-6
-/* the lowest rate of a sealed filter: 32-bit fingerprints (fuse, ribbon) */
-#define AMQIDX_FPR_MIN					(1.0 / 4294967296.0)
+/* the lowest rate of a sealed filter (fuse or ribbon) */
+#define AMQIDX_FPR_MIN					AMQ_FP_FPR_MIN
 
 /* build progress subphases (1 is PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE) */
 #define AMQIDX_PHASE_BUILD				2

@@ -71,6 +71,8 @@
 #define AMQ_MAX_PAYLOAD		(AMQ_MAX_BYTES - AMQ_HEADER_SIZE)
 
 #define AMQ_FPR_MAX			0.5
+/* the lowest rate of the fingerprint kinds, whose fingerprints have 32 bits */
+#define AMQ_FP_FPR_MIN		(1.0 / 4294967296.0)
 
 /*
  * Largest key count a header may hold: no filter of a PostgreSQL-sized

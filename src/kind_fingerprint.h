@@ -40,7 +40,7 @@ amq_fp_width(double fpr)
 		return 8;
 	if (fpr >= 1.0 / 65536.0)
 		return 16;
-	if (fpr >= 1.0 / 4294967296.0)
+	if (fpr >= AMQ_FP_FPR_MIN)
 		return 32;
 	return 0;
 }
