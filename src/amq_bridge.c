@@ -229,15 +229,18 @@ AmqResolveKind(const char *name, bool keyset, double fpr, bool *parquet)
 		const AmqKindOps *ribbon = amq_kind_ops(AMQ_KIND_RIBBON);
 		AmqFilter	a;
 		AmqFilter	b;
+		bool		fuse_ok;
+		bool		ribbon_ok;
 
 		if (!keyset || fuse == NULL || ribbon == NULL)
 			return &amq_blocked_ops;
 		AmqCheckFpr(fpr);
-		if (amq_plan(&a, AMQ_KIND_FUSE, 1000000, fpr) != AMQ_OK)
-			return (amq_plan(&b, AMQ_KIND_RIBBON, 1000000, fpr) == AMQ_OK) ?
-				ribbon : &amq_bloom_ops;
-		if (amq_plan(&b, AMQ_KIND_RIBBON, 1000000, fpr) != AMQ_OK)
-			return fuse;
+		fuse_ok = amq_plan(&a, AMQ_KIND_FUSE, 1000000, fpr) == AMQ_OK;
+		ribbon_ok = amq_plan(&b, AMQ_KIND_RIBBON, 1000000, fpr) == AMQ_OK;
+		if (!fuse_ok && !ribbon_ok)
+			return &amq_bloom_ops;
+		if (!fuse_ok || !ribbon_ok)
+			return fuse_ok ? fuse : ribbon;
 		return ((double) b.payload_len <= 0.85 * (double) a.payload_len) ? ribbon : fuse;
 	}
 	return AmqKindOpsByName(name);
