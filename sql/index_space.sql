@@ -155,3 +155,19 @@ WHERE EXISTS (SELECT 1 FROM runs WHERE k = p);
 RESET enable_seqscan;
 DROP TABLE runs;
 DROP EXTENSION pageinspect;
+
+-- A first row under the largest pages_per_range writes a small segment,
+-- not one for 64 keys in each of the range's 131072 pages (8 million keys,
+-- 11 MB); the range's later segments double, and every row stays found.
+CREATE TABLE wide (k int4);
+CREATE INDEX wide_amq ON wide USING amq (k) WITH (pages_per_range = 131072);
+INSERT INTO wide VALUES (1);
+SELECT pg_relation_size('wide_amq') < 256 * 1024 AS first_row_small;
+INSERT INTO wide SELECT g FROM generate_series(2, 70000) g;
+SELECT pg_relation_size('wide_amq') < 1024 * 1024 AS two_segments_small;
+SELECT amq_index_check('wide_amq', true);
+SET enable_seqscan = off;
+SELECT count(*) FROM unnest(ARRAY[-1, 1, 65536, 65537, 70000, 70001]) p
+WHERE EXISTS (SELECT 1 FROM wide WHERE k = p);
+RESET enable_seqscan;
+DROP TABLE wide;

@@ -40,8 +40,14 @@
 #include "amqidx.h"
 #include "kind_blocked.h"
 
-/* segment sizes: the first of a sealed range's overflow, then doubling */
+/*
+ * Segment sizes, in keys, then doubling: the first of a sealed range's
+ * overflow; the first of a range of an index with no sealed range to size
+ * it by is 64 keys a page, but at most AMQIDX_GROWING_FIRST_MAX, so that a
+ * first row under a large pages_per_range does not write megabytes.
+ */
 #define AMQIDX_OVERFLOW_FIRST	64
+#define AMQIDX_GROWING_FIRST_MAX	65536
 
 typedef struct AmqIdxInsertCache
 {
@@ -382,7 +388,7 @@ insert_slow(Relation index, uint32 range, int ppr, uint64 *hashes, bool *need,
 			else if (meta->sealed_ranges > 0)
 				cap = Max(meta->sealed_keys / meta->sealed_ranges, AMQIDX_OVERFLOW_FIRST);
 			else
-				cap = (uint64) ppr * 64;
+				cap = Min((uint64) ppr * 64, AMQIDX_GROWING_FIRST_MAX);
 			/* a reseal keeps only its own segments: they start small */
 			cap <<= Min(rg.nsegs[i] - ((rg.flags & AMQIDX_RANGE_RESEALING) ?
 									   rg.reseal_from[i] : 0), 16);
