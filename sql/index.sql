@@ -236,3 +236,34 @@ RESET enable_seqscan;
 EXPLAIN (COSTS OFF) SELECT id FROM keys WHERE i8 = 42;
 
 DROP TABLE keys, grow, ul;
+
+-- A lookup counts as a scan of the index: in pg_stat_user_indexes, which a
+-- DBA's query for unused indexes reads (the count reaches the view once
+-- the session that scanned has ended, so \c, then wait for it), and from
+-- 18 in EXPLAIN ANALYZE's "Index Searches" (earlier majors print none).
+CREATE TABLE scanned (id int4);
+INSERT INTO scanned SELECT g FROM generate_series(1, 1000) g;
+CREATE INDEX scanned_amq ON scanned USING amq (id);
+SET enable_seqscan = off;
+SELECT count(*) FROM scanned WHERE id = 5;
+CREATE FUNCTION pg_temp.index_searches(query text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+	plan jsonb;
+BEGIN
+	EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, FORMAT JSON) ' || query INTO plan;
+	RETURN coalesce(jsonb_path_query_first(plan, '$.**."Index Searches"')::int, 1);
+END
+$$;
+SELECT pg_temp.index_searches('SELECT count(*) FROM scanned WHERE id = 7') AS index_searches;
+\c
+DO $$
+BEGIN
+	FOR i IN 1 .. 600 LOOP
+		PERFORM pg_stat_clear_snapshot();
+		EXIT WHEN (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'scanned_amq') >= 2;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END
+$$;
+SELECT idx_scan >= 2 AS scans_counted FROM pg_stat_user_indexes WHERE indexrelname = 'scanned_amq';
+DROP TABLE scanned;

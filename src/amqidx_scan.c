@@ -15,11 +15,13 @@
  */
 #include "compat.h"
 
+#include "access/genam.h"
 #include "access/relscan.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "miscadmin.h"
 #include "nodes/tidbitmap.h"
+#include "pgstat.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -171,6 +173,8 @@ amqidxgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	int64		npages = 0;
 	MemoryContext old;
 
+	/* a search, as pg_stat_user_indexes and EXPLAIN ANALYZE count them */
+	AMQ_COUNT_INDEX_SCAN(scan);
 	if (so->impossible)
 		return 0;
 

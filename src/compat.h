@@ -151,4 +151,20 @@ amq_join_returns_inner_only(JoinType jointype)
 	return false;
 }
 
+/*
+ * An index scan counts itself in pg_stat_*_indexes.idx_scan; from 18 also in
+ * EXPLAIN ANALYZE's "Index Searches" (IndexScanDescData.instrument).  The
+ * caller includes pgstat.h and access/genam.h.
+ */
+#if PG_VERSION_NUM >= 180000
+#define AMQ_COUNT_INDEX_SCAN(scan) \
+	do { \
+		pgstat_count_index_scan((scan)->indexRelation); \
+		if ((scan)->instrument) \
+			(scan)->instrument->nsearches++; \
+	} while (0)
+#else
+#define AMQ_COUNT_INDEX_SCAN(scan) pgstat_count_index_scan((scan)->indexRelation)
+#endif
+
 #endif							/* AMQ_COMPAT_H */
