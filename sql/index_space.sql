@@ -171,3 +171,29 @@ SELECT count(*) FROM unnest(ARRAY[-1, 1, 65536, 65537, 70000, 70001]) p
 WHERE EXISTS (SELECT 1 FROM wide WHERE k = p);
 RESET enable_seqscan;
 DROP TABLE wide;
+
+-- VACUUM with parallel workers, which PostgreSQL plans by default for a
+-- table with two or more indexes over min_parallel_index_scan_size (0 here,
+-- so that small ones qualify), runs in parallel mode: it reseals and checks
+-- clean, and leaves the free pages at the index's end on the free list, as
+-- it cannot take the lock to truncate; a VACUUM without workers returns them.
+SET min_parallel_index_scan_size = 0;
+CREATE TABLE par (a int8, b text) WITH (autovacuum_enabled = off);
+INSERT INTO par SELECT g, 'b' || g FROM generate_series(1, 20000) g;
+CREATE INDEX par_a ON par USING amq (a) WITH (pages_per_range = 4);
+CREATE INDEX par_b ON par USING amq (b) WITH (pages_per_range = 4);
+DELETE FROM par WHERE a % 10 = 0;
+VACUUM (PARALLEL 0) par;
+-- into the space freed in every range: overflow segments to reseal
+INSERT INTO par SELECT g, 'n' || g FROM generate_series(100001, 102000) g;
+VACUUM (PARALLEL 2) par;
+SELECT amq_index_check('par_a', true), amq_index_check('par_b', true);
+SELECT pg_relation_size('par_a') AS par_size \gset
+VACUUM (PARALLEL 0) par;
+SELECT pg_relation_size('par_a') <= :par_size AS not_larger;
+SET enable_seqscan = off;
+SELECT count(*) FROM unnest(ARRAY[1, 10, 19999, 100001, 102000, 102001]) p
+WHERE EXISTS (SELECT 1 FROM par WHERE a = p) AND EXISTS (SELECT 1 FROM par WHERE b IN ('b' || p, 'n' || p));
+RESET enable_seqscan;
+RESET min_parallel_index_scan_size;
+DROP TABLE par;

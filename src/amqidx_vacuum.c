@@ -43,6 +43,7 @@
 #include "compat.h"
 
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/storage.h"
 #include "commands/vacuum.h"
@@ -523,6 +524,14 @@ truncate_free_tail(Relation index)
 	BlockNumber keep;
 	GenericXLogState *state;
 
+	/*
+	 * Not in a parallel VACUUM (its leader, or a worker cleaning up this
+	 * index): an AccessExclusiveLock is logged for standbys with the
+	 * transaction's ID, which parallel mode cannot assign.  The free pages
+	 * at the end stay listed, for reuse, until a VACUUM without workers.
+	 */
+	if (IsInParallelMode())
+		return;
 	if (!ConditionalLockRelation(index, AccessExclusiveLock))
 		return;
 	metabuf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
