@@ -197,3 +197,34 @@ WHERE EXISTS (SELECT 1 FROM par WHERE a = p) AND EXISTS (SELECT 1 FROM par WHERE
 RESET enable_seqscan;
 RESET min_parallel_index_scan_size;
 DROP TABLE par;
+
+-- A table whose vacuum_truncate is off (so that VACUUM takes no lock that
+-- conflicts with queries on standbys) keeps its amq indexes' length too:
+-- after the same two rounds of deletes, inserts into the space freed and
+-- VACUUM, its index is longer than the one of a table VACUUM may truncate,
+-- and both check clean.
+CREATE TABLE tr_on (a int8, b text) WITH (autovacuum_enabled = off);
+CREATE TABLE tr_off (a int8, b text) WITH (autovacuum_enabled = off, vacuum_truncate = false);
+INSERT INTO tr_on SELECT g, 'b' || g FROM generate_series(1, 20000) g;
+INSERT INTO tr_off SELECT g, 'b' || g FROM generate_series(1, 20000) g;
+CREATE INDEX tr_on_amq ON tr_on USING amq (a, b) WITH (pages_per_range = 4);
+CREATE INDEX tr_off_amq ON tr_off USING amq (a, b) WITH (pages_per_range = 4);
+DELETE FROM tr_on WHERE a % 10 = 0;
+DELETE FROM tr_off WHERE a % 10 = 0;
+VACUUM tr_on;
+VACUUM tr_off;
+INSERT INTO tr_on SELECT g, 'n' || g FROM generate_series(100001, 102000) g;
+INSERT INTO tr_off SELECT g, 'n' || g FROM generate_series(100001, 102000) g;
+VACUUM tr_on;
+VACUUM tr_off;
+DELETE FROM tr_on WHERE a % 10 = 1;
+DELETE FROM tr_off WHERE a % 10 = 1;
+VACUUM tr_on;
+VACUUM tr_off;
+INSERT INTO tr_on SELECT g, 'n' || g FROM generate_series(103001, 105000) g;
+INSERT INTO tr_off SELECT g, 'n' || g FROM generate_series(103001, 105000) g;
+VACUUM tr_on;
+VACUUM tr_off;
+SELECT pg_relation_size('tr_off_amq') > pg_relation_size('tr_on_amq') AS off_kept_length;
+SELECT amq_index_check('tr_on_amq', true), amq_index_check('tr_off_amq', true);
+DROP TABLE tr_on, tr_off;

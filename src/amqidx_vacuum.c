@@ -508,8 +508,10 @@ compact(Relation index, MemoryContext cxt)
 
 /*
  * Give the free pages at the end of the index back to the file system, as
- * VACUUM truncates a heap: only when nothing else has the index open, so
- * with an AccessExclusiveLock that VACUUM never waits for.  The stream
+ * VACUUM truncates a heap (and not where the table's vacuum_truncate says
+ * it may not: on standbys the lock conflicts with queries): only when
+ * nothing else has the index open, so with an AccessExclusiveLock that
+ * VACUUM never waits for.  The stream
  * stays where it is; a run of the list that ends at the index's end, or
  * the rest of the run the stream is in, goes.
  */
@@ -664,6 +666,7 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	MemoryContext cxt;
 	MemoryContext old;
 	AmqIdxSweep sw;
+	bool		truncate;
 
 	if (info->analyze_only)
 		return stats;
@@ -713,10 +716,13 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(rcxt);
 	}
+	/* a table that VACUUM may not truncate keeps its indexes' length too */
+	truncate = AMQ_VACUUM_TRUNCATE((StdRdOptions *) heap->rd_options);
 	table_close(heap, AccessShareLock);
 	compact(index, cxt);
 	MemoryContextDelete(cxt);
-	truncate_free_tail(index);
+	if (truncate)
+		truncate_free_tail(index);
 
 done:
 	stats->num_pages = RelationGetNumberOfBlocks(index);

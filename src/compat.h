@@ -167,4 +167,22 @@ amq_join_returns_inner_only(JoinType jointype)
 #define AMQ_COUNT_INDEX_SCAN(scan) pgstat_count_index_scan((scan)->indexRelation)
 #endif
 
+/*
+ * Whether VACUUM may truncate a table, given its StdRdOptions (or NULL): the
+ * vacuum_truncate reloption; from 18, where the table does not set it, the
+ * vacuum_truncate setting; 19 keeps the reloption as a pg_ternary.  The
+ * caller includes utils/rel.h and commands/vacuum.h.
+ */
+#if PG_VERSION_NUM >= 190000
+#define AMQ_VACUUM_TRUNCATE(opts) \
+	((opts) != NULL && (opts)->vacuum_truncate != PG_TERNARY_UNSET ? \
+	 (opts)->vacuum_truncate == PG_TERNARY_TRUE : vacuum_truncate)
+#elif PG_VERSION_NUM >= 180000
+#define AMQ_VACUUM_TRUNCATE(opts) \
+	((opts) != NULL && (opts)->vacuum_truncate_set ? \
+	 (opts)->vacuum_truncate : vacuum_truncate)
+#else
+#define AMQ_VACUUM_TRUNCATE(opts) ((opts) == NULL || (opts)->vacuum_truncate)
+#endif
+
 #endif							/* AMQ_COMPAT_H */
