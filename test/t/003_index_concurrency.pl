@@ -166,20 +166,23 @@ DELETE FROM c WHERE id % 10 = $rounds % 10;
 VACUUM c;
 INSERT INTO c SELECT v, 'k' || v, 'r' FROM (SELECT nextval('s') AS v FROM generate_series(1, $nrows2 / 10)) n;
 });
-	my ($vout, $verr) = ('', '');
-	my $vacuum = IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', 'VACUUM c' ],
-		'>', \$vout, '2>', \$verr);
-	# poll from one session (a new connection per poll would be slow under
-	# memcheck): cancel the VACUUM in that phase, or give up once it ended
-	$node->safe_psql('postgres', q{
+	# A session polls pg_stat_progress_vacuum (one session: a connection
+	# per poll would be slow under memcheck) and cancels the VACUUM once it
+	# is cleaning up the index, or ends when the VACUUM has ended.  The
+	# VACUUM starts once the poller runs, so that the poller sees it.
+	my ($pout, $perr) = ('', '');
+	my $poller = IPC::Run::start(
+		[
+			'psql', '-XAtq', '-d', $node->connstr('postgres') . ' application_name=amq_poller',
+			'-c', q{
 DO $$
 DECLARE
 	p int;
 	ph text;
 	seen bool := false;
+	t0 timestamptz := clock_timestamp();
 BEGIN
-	FOR i IN 1 .. 100000 LOOP
+	WHILE clock_timestamp() < t0 + interval '300 s' LOOP
 		PERFORM pg_stat_clear_snapshot();
 		SELECT pid, phase INTO p, ph FROM pg_stat_progress_vacuum WHERE relid = 'c'::regclass;
 		IF ph = 'cleaning up indexes' THEN
@@ -191,8 +194,16 @@ BEGIN
 		PERFORM pg_sleep(0.002);
 	END LOOP;
 END
-$$});
-	$vacuum->finish;
+$$}
+		],
+		'>', \$pout, '2>', \$perr);
+	$node->poll_query_until('postgres', q{
+SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'amq_poller' AND state = 'active'})
+	  or die 'the poller did not start';
+	my $verr = '';
+	$node->psql('postgres', 'VACUUM c', stderr => \$verr);
+	$poller->finish;
+	diag("poller: $perr") if $perr ne '';
 	$cancelled++ if $verr =~ /canceling statement due to user request/;
 }
 $cload->kill_kill;
