@@ -508,12 +508,12 @@ compact(Relation index, MemoryContext cxt)
 
 /*
  * Give the free pages at the end of the index back to the file system, as
- * VACUUM truncates a heap (and not where the table's vacuum_truncate says
- * it may not: on standbys the lock conflicts with queries): only when
- * nothing else has the index open, so with an AccessExclusiveLock that
- * VACUUM never waits for.  The stream
- * stays where it is; a run of the list that ends at the index's end, or
- * the rest of the run the stream is in, goes.
+ * VACUUM truncates a heap (the caller does not where the table's
+ * vacuum_truncate is off: on standbys the lock conflicts with queries):
+ * only when nothing else has the index open, so with an AccessExclusiveLock
+ * that VACUUM never waits for.  The stream stays where it is; a run of the
+ * list that ends at the index's end, or the rest of the run the stream is
+ * in, goes.
  */
 static void
 truncate_free_tail(Relation index)
