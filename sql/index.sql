@@ -267,3 +267,20 @@ END
 $$;
 SELECT idx_scan >= 2 AS scans_counted FROM pg_stat_user_indexes WHERE indexrelname = 'scanned_amq';
 DROP TABLE scanned;
+
+-- An update of an indexed column that stays on its page can be HOT from 16
+-- on (an amq index summarizes pages, as BRIN does, and gets the new version
+-- of the row): the rows are found by their new keys and the check passes.
+CREATE TABLE hot (id int4, k int4) WITH (fillfactor = 50, autovacuum_enabled = off);
+INSERT INTO hot SELECT g, g FROM generate_series(1, 10000) g;
+CREATE INDEX hot_amq ON hot USING amq (k) WITH (pages_per_range = 4);
+BEGIN;
+UPDATE hot SET k = -k WHERE id % 3 = 0;
+SELECT pg_stat_get_xact_tuples_hot_updated('hot'::regclass) > 3000
+	OR current_setting('server_version_num')::int < 160000 AS hot_from_16;
+COMMIT;
+SELECT amq_index_check('hot_amq', true);
+SET enable_seqscan = off;
+SELECT k FROM hot WHERE k IN (-3, -9999, 1, 3, 9999) ORDER BY k;
+RESET enable_seqscan;
+DROP TABLE hot;

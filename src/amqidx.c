@@ -234,6 +234,8 @@ amqidxhandler(PG_FUNCTION_ARGS)
 	amroutine->amparallelvacuumoptions =
 		VACUUM_OPTION_PARALLEL_CLEANUP;
 	amroutine->amkeytype = InvalidOid;
+	/* a range's filters answer for every row on its pages */
+	AMQ_AM_SET_SUMMARIZING(amroutine);
 
 	amroutine->ambuild = amqidxbuild;
 	amroutine->ambuildempty = amqidxbuildempty;

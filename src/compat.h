@@ -185,4 +185,15 @@ amq_join_returns_inner_only(JoinType jointype)
 #define AMQ_VACUUM_TRUNCATE(opts) ((opts) == NULL || (opts)->vacuum_truncate)
 #endif
 
+/*
+ * From 16 an access method that summarizes heap pages, as BRIN does, does
+ * not keep updates of its columns from being HOT; the executor passes it
+ * the new version of a row a HOT update changed.
+ */
+#if PG_VERSION_NUM >= 160000
+#define AMQ_AM_SET_SUMMARIZING(am) ((am)->amsummarizing = true)
+#else
+#define AMQ_AM_SET_SUMMARIZING(am) ((void) 0)
+#endif
+
 #endif							/* AMQ_COMPAT_H */
