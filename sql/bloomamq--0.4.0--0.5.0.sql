@@ -8,7 +8,8 @@
 -- type cannot be altered, so amq_union_agg is dropped and created again: a
 -- view or function that uses it stops the upgrade with an error naming it
 -- (drop it, upgrade, create it again).  The filters are the same bytes as
--- before.
+-- before.  It also adds amq operator classes for inet, macaddr, macaddr8,
+-- interval, time, timetz, oid, jsonb, enums, arrays and ranges.
 
 \echo Use "ALTER EXTENSION bloomamq UPDATE TO '0.5.0'" to load this file. \quit
 
@@ -107,3 +108,30 @@ CREATE AGGREGATE amq_union_agg(amqfilter) (
 	SFUNC = amq_union_agg_trans, STYPE = amqaggstate, FINALFUNC = amq_agg_final,
 	COMBINEFUNC = amq_agg_combine, PARALLEL = SAFE);
 COMMENT ON AGGREGATE amq_union_agg(amqfilter) IS 'union of filters of one kind and geometry';
+
+-- amq operator classes for types hashed by their own extended hash
+-- function (family "other" in Hashing): = of inet also serves cidr columns;
+-- the polymorphic classes serve every enum, array and range type whose
+-- values hash.
+CREATE OPERATOR CLASS inet_ops DEFAULT FOR TYPE inet USING amq AS
+	OPERATOR 1 = (inet, inet), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS macaddr_ops DEFAULT FOR TYPE macaddr USING amq AS
+	OPERATOR 1 = (macaddr, macaddr), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS macaddr8_ops DEFAULT FOR TYPE macaddr8 USING amq AS
+	OPERATOR 1 = (macaddr8, macaddr8), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS interval_ops DEFAULT FOR TYPE interval USING amq AS
+	OPERATOR 1 = (interval, interval), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS time_ops DEFAULT FOR TYPE time USING amq AS
+	OPERATOR 1 = (time, time), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS timetz_ops DEFAULT FOR TYPE timetz USING amq AS
+	OPERATOR 1 = (timetz, timetz), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS oid_ops DEFAULT FOR TYPE oid USING amq AS
+	OPERATOR 1 = (oid, oid), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS jsonb_ops DEFAULT FOR TYPE jsonb USING amq AS
+	OPERATOR 1 = (jsonb, jsonb), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS enum_ops DEFAULT FOR TYPE anyenum USING amq AS
+	OPERATOR 1 = (anyenum, anyenum), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS array_ops DEFAULT FOR TYPE anyarray USING amq AS
+	OPERATOR 1 = (anyarray, anyarray), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS range_ops DEFAULT FOR TYPE anyrange USING amq AS
+	OPERATOR 1 = (anyrange, anyrange), FUNCTION 1 amq_hash(anyelement);

@@ -431,6 +431,32 @@ CREATE OPERATOR CLASS timestamptz_ops DEFAULT FOR TYPE timestamptz USING amq AS
 CREATE OPERATOR CLASS bool_ops DEFAULT FOR TYPE bool USING amq AS
 	OPERATOR 1 = (bool, bool), FUNCTION 1 amq_hash(anyelement);
 
+-- Types hashed by their own extended hash function (family "other" in
+-- Hashing): = of inet also serves cidr columns; the polymorphic classes
+-- serve every enum, array and range type whose values hash.
+CREATE OPERATOR CLASS inet_ops DEFAULT FOR TYPE inet USING amq AS
+	OPERATOR 1 = (inet, inet), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS macaddr_ops DEFAULT FOR TYPE macaddr USING amq AS
+	OPERATOR 1 = (macaddr, macaddr), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS macaddr8_ops DEFAULT FOR TYPE macaddr8 USING amq AS
+	OPERATOR 1 = (macaddr8, macaddr8), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS interval_ops DEFAULT FOR TYPE interval USING amq AS
+	OPERATOR 1 = (interval, interval), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS time_ops DEFAULT FOR TYPE time USING amq AS
+	OPERATOR 1 = (time, time), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS timetz_ops DEFAULT FOR TYPE timetz USING amq AS
+	OPERATOR 1 = (timetz, timetz), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS oid_ops DEFAULT FOR TYPE oid USING amq AS
+	OPERATOR 1 = (oid, oid), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS jsonb_ops DEFAULT FOR TYPE jsonb USING amq AS
+	OPERATOR 1 = (jsonb, jsonb), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS enum_ops DEFAULT FOR TYPE anyenum USING amq AS
+	OPERATOR 1 = (anyenum, anyenum), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS array_ops DEFAULT FOR TYPE anyarray USING amq AS
+	OPERATOR 1 = (anyarray, anyarray), FUNCTION 1 amq_hash(anyelement);
+CREATE OPERATOR CLASS range_ops DEFAULT FOR TYPE anyrange USING amq AS
+	OPERATOR 1 = (anyrange, anyrange), FUNCTION 1 amq_hash(anyelement);
+
 -- Verifying an amq index, in the spirit of amcheck's bt_index_check: an
 -- error (SQLSTATE XX002) at the first corruption found.  It locks the table
 -- and the index as a query does and registers a snapshot, hence PARALLEL

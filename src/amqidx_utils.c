@@ -10,6 +10,7 @@
 #include "compat.h"
 
 #include "access/genam.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/lsyscache.h"
@@ -944,6 +945,14 @@ AmqIdxHasherInit(AmqIdxHasher *h, Relation index, int attno, Oid keytype)
 {
 	FmgrInfo   *proc;
 	FmgrInfo	other;
+
+	/*
+	 * A polymorphic class (anyenum, anyarray, anyrange) gives its operator's
+	 * pseudo-type as a probe's type: hash it as the column's own type, the
+	 * type the build hashed.
+	 */
+	if (IsPolymorphicType(keytype))
+		keytype = TupleDescAttr(RelationGetDescr(index), attno)->atttypid;
 
 	if (keytype == index->rd_opcintype[attno] ||
 		keytype == TupleDescAttr(RelationGetDescr(index), attno)->atttypid)
