@@ -154,6 +154,56 @@ EXPLAIN (COSTS OFF)
 SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.t = d.t COLLATE jp_ci WHERE d.w < 10;
 SELECT count(*) FROM jp_fact f JOIN jp_dim d ON upper(f.t) = d.t COLLATE jp_ci WHERE d.w < 10;
 
+-- keys of types hashed by their own extended hash function (inet, interval,
+-- jsonb, arrays, enums), from jp_fact's and jp_dim's keys: the same rows
+-- with the pre-filter as without, and the inner joins place one.  A NULL
+-- key gives a jsonb and an array that are not NULL, and join.
+CREATE TYPE jp_colour AS ENUM ('red', 'green', 'blue');
+CREATE FUNCTION pg_temp.jp_other_keys(k int8) RETURNS TABLE (ip inet, iv interval, j jsonb, arr int8[], c jp_colour)
+LANGUAGE sql IMMUTABLE AS $$
+SELECT ('10.0.' || k / 256 || '.' || k % 256)::inet, make_interval(mins => k::int), jsonb_build_object('k', k),
+	ARRAY[k, 1], (ARRAY['red', 'green', 'blue']::jp_colour[])[1 + k % 3]
+$$;
+CREATE TABLE jp_ofact AS SELECT f.id, o.* FROM jp_fact f, pg_temp.jp_other_keys(f.a) o;
+CREATE TABLE jp_odim AS SELECT d.id, d.w, o.* FROM jp_dim d, pg_temp.jp_other_keys(d.a8) o;
+ANALYZE jp_ofact;
+ANALYZE jp_odim;
+CREATE FUNCTION pg_temp.jp_same(q text) RETURNS TABLE (n int8, same boolean, placed boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+	r_off text;
+	r_on text;
+	line text;
+BEGIN
+	placed := false;
+	PERFORM set_config('bloomamq.join_prefilter', 'off', true);
+	EXECUTE format('SELECT md5(string_agg(r::text, '','' ORDER BY r::text)) FROM (%s) r', q) INTO r_off;
+	PERFORM set_config('bloomamq.join_prefilter', 'on', true);
+	EXECUTE format('SELECT md5(string_agg(r::text, '','' ORDER BY r::text)), count(*) FROM (%s) r', q) INTO r_on, n;
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+		placed := placed OR line ~ 'Amq(Prefilter|OuterCollect)\)';
+	END LOOP;
+	same := r_on IS NOT DISTINCT FROM r_off;
+	RETURN NEXT;
+END
+$$;
+SELECT q, s.* FROM unnest(ARRAY[
+	'SELECT f.id, d.id FROM jp_ofact f JOIN jp_odim d ON f.ip = d.ip WHERE d.w < 10',
+	'SELECT f.id, d.id FROM jp_ofact f JOIN jp_odim d ON f.iv = d.iv WHERE d.w < 10',
+	'SELECT f.id, d.id FROM jp_ofact f JOIN jp_odim d ON f.j = d.j WHERE d.w < 10',
+	'SELECT f.id, d.id FROM jp_ofact f JOIN jp_odim d ON f.arr = d.arr WHERE d.w < 10',
+	'SELECT f.id, d.id FROM jp_ofact f JOIN jp_odim d ON f.c = d.c AND f.ip = d.ip WHERE d.w < 10',
+	'SELECT f.id FROM jp_ofact f WHERE f.arr IN (SELECT arr FROM jp_odim WHERE w < 10)'
+]) q, pg_temp.jp_same(q) s;
+-- the rows either way, for joins that keep rows without a match
+SELECT q, s.n, s.same FROM unnest(ARRAY[
+	'SELECT f.id FROM jp_ofact f WHERE NOT EXISTS (SELECT FROM jp_odim d WHERE d.iv = f.iv AND d.w < 10)',
+	'SELECT f.id, d.id FROM jp_ofact f LEFT JOIN (SELECT * FROM jp_odim WHERE w < 10) d ON f.j = d.j',
+	'SELECT f.id, d.id FROM jp_ofact f RIGHT JOIN (SELECT * FROM jp_odim WHERE w < 10) d ON f.ip = d.ip'
+]) q, pg_temp.jp_same(q) s;
+DROP TABLE jp_ofact, jp_odim;
+DROP TYPE jp_colour CASCADE;
+
 -- EXPLAIN ANALYZE reduced to what holds on every major: no hash table
 -- sizes (Buckets, Batches, Memory Usage depend on the major's hash_mem
 -- default and allocator), no buffer counts or planning lines (shown by
