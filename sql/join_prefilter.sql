@@ -202,7 +202,8 @@ SELECT q, s.n, s.same FROM unnest(ARRAY[
 	'SELECT f.id, d.id FROM jp_ofact f RIGHT JOIN (SELECT * FROM jp_odim WHERE w < 10) d ON f.ip = d.ip'
 ]) q, pg_temp.jp_same(q) s;
 DROP TABLE jp_ofact, jp_odim;
-DROP TYPE jp_colour CASCADE;
+DROP FUNCTION pg_temp.jp_other_keys(int8);
+DROP TYPE jp_colour;
 
 -- EXPLAIN ANALYZE reduced to what holds on every major: no hash table
 -- sizes (Buckets, Batches, Memory Usage depend on the major's hash_mem
