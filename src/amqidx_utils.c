@@ -943,6 +943,7 @@ AmqIdxSetSealed(AmqIdxRange *rg, int att, AmqIdxAddr a,
 void
 AmqIdxHasherInit(AmqIdxHasher *h, Relation index, int attno, Oid keytype)
 {
+	Oid			coltype = TupleDescAttr(RelationGetDescr(index), attno)->atttypid;
 	FmgrInfo   *proc;
 	FmgrInfo	other;
 
@@ -952,10 +953,9 @@ AmqIdxHasherInit(AmqIdxHasher *h, Relation index, int attno, Oid keytype)
 	 * type the build hashed.
 	 */
 	if (IsPolymorphicType(keytype))
-		keytype = TupleDescAttr(RelationGetDescr(index), attno)->atttypid;
+		keytype = coltype;
 
-	if (keytype == index->rd_opcintype[attno] ||
-		keytype == TupleDescAttr(RelationGetDescr(index), attno)->atttypid)
+	if (keytype == index->rd_opcintype[attno] || keytype == coltype)
 		proc = index_getprocinfo(index, attno + 1, AMQIDX_HASH_PROC);
 	else
 	{
