@@ -154,6 +154,31 @@ EXPLAIN (COSTS OFF)
 SELECT count(*) FROM jp_fact f JOIN jp_dim d ON f.t = d.t COLLATE jp_ci WHERE d.w < 10;
 SELECT count(*) FROM jp_fact f JOIN jp_dim d ON upper(f.t) = d.t COLLATE jp_ci WHERE d.w < 10;
 
+-- Each query with the setting off and on: the same rows?  And was there a
+-- shared pre-filter (only asked where every major plans a Parallel Hash)?
+CREATE FUNCTION jp_parallel(q text, OUT same boolean, OUT shared_prefilter boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+	r_off text;
+	r_on text;
+	plan text;
+BEGIN
+	PERFORM set_config('bloomamq.join_prefilter', 'off', true);
+	EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
+		INTO r_off;
+	PERFORM set_config('bloomamq.join_prefilter', 'on', true);
+	EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
+		INTO r_on;
+	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q) p;
+	same := r_off = r_on;
+	shared_prefilter := plan LIKE '%Parallel Custom Scan (AmqPrefilter)%';
+END $$;
+CREATE FUNCTION jp_explain(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || q;
+END
+$$;
+
 -- keys of types hashed by their own extended hash function (inet, interval,
 -- jsonb, arrays, enums), from jp_fact's and jp_dim's keys: the same rows
 -- with the pre-filter as without, and the inner joins place one.  A NULL
@@ -168,25 +193,13 @@ CREATE TABLE jp_ofact AS SELECT f.id, o.* FROM jp_fact f, pg_temp.jp_other_keys(
 CREATE TABLE jp_odim AS SELECT d.id, d.w, o.* FROM jp_dim d, pg_temp.jp_other_keys(d.a8) o;
 ANALYZE jp_ofact;
 ANALYZE jp_odim;
-CREATE FUNCTION pg_temp.jp_same(q text) RETURNS TABLE (n int8, same boolean, placed boolean)
+CREATE FUNCTION pg_temp.jp_same(q text, OUT n int8, OUT same boolean, OUT placed boolean)
 LANGUAGE plpgsql AS $$
-DECLARE
-	r_off text;
-	r_on text;
-	line text;
 BEGIN
-	placed := false;
-	PERFORM set_config('bloomamq.join_prefilter', 'off', true);
-	EXECUTE format('SELECT md5(string_agg(r::text, '','' ORDER BY r::text)) FROM (%s) r', q) INTO r_off;
-	PERFORM set_config('bloomamq.join_prefilter', 'on', true);
-	EXECUTE format('SELECT md5(string_agg(r::text, '','' ORDER BY r::text)), count(*) FROM (%s) r', q) INTO r_on, n;
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-		placed := placed OR line ~ 'Amq(Prefilter|OuterCollect)\)';
-	END LOOP;
-	same := r_on IS NOT DISTINCT FROM r_off;
-	RETURN NEXT;
-END
-$$;
+	same := (jp_parallel(q)).same;
+	EXECUTE format('SELECT count(*) FROM (%s) r', q) INTO n;
+	SELECT bool_or(p ~ 'Amq(Prefilter|OuterCollect)\)') INTO placed FROM jp_explain(q) p;
+END $$;
 SELECT q, s.* FROM unnest(ARRAY[
 	'SELECT f.id, d.id FROM jp_ofact f JOIN jp_odim d ON f.ip = d.ip WHERE d.w < 10',
 	'SELECT f.id, d.id FROM jp_ofact f JOIN jp_odim d ON f.iv = d.iv WHERE d.w < 10',
@@ -288,31 +301,6 @@ CREATE TABLE jp_bdim AS
 SELECT i AS id, 'k' || i AS t, i % 100 AS w FROM generate_series(0, 29999) i;
 ANALYZE jp_big;
 ANALYZE jp_bdim;
-
--- Each query with the setting off and on: the same rows?  And was there a
--- shared pre-filter (only asked where every major plans a Parallel Hash)?
-CREATE FUNCTION jp_parallel(q text, OUT same boolean, OUT shared_prefilter boolean)
-LANGUAGE plpgsql AS $$
-DECLARE
-	r_off text;
-	r_on text;
-	plan text;
-BEGIN
-	PERFORM set_config('bloomamq.join_prefilter', 'off', true);
-	EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
-		INTO r_off;
-	PERFORM set_config('bloomamq.join_prefilter', 'on', true);
-	EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
-		INTO r_on;
-	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q) p;
-	same := r_off = r_on;
-	shared_prefilter := plan LIKE '%Parallel Custom Scan (AmqPrefilter)%';
-END $$;
-CREATE FUNCTION jp_explain(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-BEGIN
-	RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || q;
-END
-$$;
 
 -- the rows removed, summed over the plan's prefilters, from EXPLAIN ANALYZE
 CREATE FUNCTION jp_removed(q text) RETURNS bigint LANGUAGE plpgsql AS $$
