@@ -797,9 +797,6 @@ DROP VIEW jp_lines_q;
 DROP TABLE jp_lines, jp_probe, jp_probe2;
 
 DROP FUNCTION jp_pushed(text);
-DROP FUNCTION jp_explain_verbose(text);
-DROP FUNCTION jp_parallel(text);
-DROP FUNCTION jp_explain(text);
 DROP FUNCTION jp_removed(text);
 
 -- Read-ahead (bloomamq.join_prefilter_read_ahead; by default for filters
@@ -880,8 +877,6 @@ DECLARE
 	jt text;
 	q text;
 	plan text;
-	r_off text;
-	r_on text;
 	par boolean;
 	i int;
 BEGIN
@@ -926,19 +921,12 @@ BEGIN
 		-- rows read ahead for every filter, or (small filters) for none
 		PERFORM set_config('bloomamq.join_prefilter_read_ahead', CASE WHEN random() < 0.5 THEN 'on' ELSE 'auto' END, true);
 
-		PERFORM set_config('bloomamq.join_prefilter', 'off', true);
-		EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
-			INTO r_off;
-		PERFORM set_config('bloomamq.join_prefilter', 'on', true);
-		EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
-			INTO r_on;
-		SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q) p;
-
 		queries := queries + 1;
-		IF r_on IS DISTINCT FROM r_off THEN
+		IF NOT (jp_parallel(q)).same THEN
 			mismatches := mismatches + 1;
 			RAISE NOTICE 'mismatch: %', q;
 		END IF;
+		SELECT string_agg(p, E'\n') INTO plan FROM jp_explain_verbose(q) p;
 		IF plan LIKE '%AmqOuterCollect%' THEN
 			collected := collected + 1;
 		END IF;
@@ -968,13 +956,6 @@ BEGIN
 END
 $$;
 
--- EXPLAIN VERBOSE of a query as rows of text
-CREATE FUNCTION jp_explain(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-BEGIN
-	RETURN QUERY EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q;
-END
-$$;
-
 CREATE FUNCTION work_mem_is_small() RETURNS boolean LANGUAGE sql AS
 $$ SELECT current_setting('work_mem') = '64kB' $$;
 
@@ -997,6 +978,8 @@ SELECT queries = :nqueries AS all_compared, mismatches, prefiltered >= queries /
 FROM jp_differential(:nqueries);
 
 DROP FUNCTION jp_differential(int);
+DROP FUNCTION jp_explain_verbose(text);
+DROP FUNCTION jp_parallel(text);
 DROP FUNCTION jp_explain(text);
 DROP FUNCTION work_mem_is_small();
 DROP COLLATION jp_ci;
