@@ -974,14 +974,16 @@ AmqIdxHasherInit(AmqIdxHasher *h, Relation index, int attno, Oid keytype)
 	memset(h, 0, sizeof(*h));
 	h->collation = index->rd_indcollation[attno];
 	h->internal = (proc->fn_addr == amq_hash);
-	if (h->internal && !AmqTypeHashable(keytype, InvalidOid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("data type %s cannot be a key of an amq index",
-						format_type_be(keytype)),
-				 errdetail("A key type needs a default hash operator class with an extended hash function.")));
 	if (h->internal)
+	{
+		if (!AmqTypeHashable(keytype, InvalidOid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("data type %s cannot be a key of an amq index",
+							format_type_be(keytype)),
+					 errdetail("A key type needs a default hash operator class with an extended hash function.")));
 		AmqHasherInit(&h->canon, keytype, h->collation, CurrentMemoryContext);
+	}
 	else
 		fmgr_info_copy(&h->proc, proc, CurrentMemoryContext);
 }
