@@ -173,9 +173,10 @@ BEGIN
 	same := r_off = r_on;
 	shared_prefilter := plan LIKE '%Parallel Custom Scan (AmqPrefilter)%';
 END $$;
-CREATE FUNCTION jp_explain(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+CREATE FUNCTION jp_explain(q text, detailed boolean DEFAULT false) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
 BEGIN
-	RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || q;
+	RETURN QUERY EXECUTE format('EXPLAIN (%sCOSTS OFF) %s', CASE WHEN detailed THEN 'VERBOSE, ' END, q);
 END
 $$;
 
@@ -443,14 +444,9 @@ DECLARE
 	plan text;
 BEGIN
 	same := (jp_parallel(q)).same;
-	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain_verbose(q) p;
+	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q, true) p;
 	pushed := plan LIKE '%pushed down from a hash join above%';
 END $$;
-CREATE FUNCTION jp_explain_verbose(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-BEGIN
-	RETURN QUERY EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q;
-END
-$$;
 SET join_collapse_limit = 1;
 SET from_collapse_limit = 1;
 -- below an inner join, to jp_big's scan
@@ -544,7 +540,7 @@ DECLARE
 BEGIN
 	same := (jp_parallel(q)).same;
 	SELECT string_agg(p, E'\n') LIKE '%its filter published to the workers%'
-		INTO published FROM jp_explain_verbose(q) p;
+		INTO published FROM jp_explain(q, true) p;
 	workers_removed := false;
 	PERFORM set_config('parallel_leader_participation', 'off', true);
 	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ' || q LOOP
@@ -607,7 +603,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	plan text;
 BEGIN
-	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain_verbose(q) p;
+	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q, true) p;
 	RETURN plan ~ 'Hash Right (Semi|Anti) Join' OR
 		plan LIKE '%Inner Prefilter: skipped, ' || why || '%';
 END $$;
@@ -646,7 +642,7 @@ SELECT same, filtered, collected FROM jp_inner('SELECT f.k FROM jp_few f WHERE f
 -- counts the rows below the aggregate, not its groups
 SET bloomamq.join_prefilter_min_remove = 0.95;
 SELECT bool_or(p LIKE '%Inner Prefilter: skipped, expected to remove % of 40000 inner rows,%') AS counts_rows_below
-FROM jp_explain_verbose('SELECT f.k FROM jp_few f WHERE f.k IN (SELECT k FROM jp_many GROUP BY k HAVING count(*) > 0)') p;
+FROM jp_explain('SELECT f.k FROM jp_few f WHERE f.k IN (SELECT k FROM jp_many GROUP BY k HAVING count(*) > 0)', true) p;
 SET bloomamq.join_prefilter_min_remove = 0;
 DROP TABLE jp_many, jp_few;
 -- outer keys that come through a lower join: estimated from the statistics
@@ -926,7 +922,7 @@ BEGIN
 			mismatches := mismatches + 1;
 			RAISE NOTICE 'mismatch: %', q;
 		END IF;
-		SELECT string_agg(p, E'\n') INTO plan FROM jp_explain_verbose(q) p;
+		SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q, true) p;
 		IF plan LIKE '%AmqOuterCollect%' THEN
 			collected := collected + 1;
 		END IF;
@@ -978,9 +974,8 @@ SELECT queries = :nqueries AS all_compared, mismatches, prefiltered >= queries /
 FROM jp_differential(:nqueries);
 
 DROP FUNCTION jp_differential(int);
-DROP FUNCTION jp_explain_verbose(text);
 DROP FUNCTION jp_parallel(text);
-DROP FUNCTION jp_explain(text);
+DROP FUNCTION jp_explain(text, boolean);
 DROP FUNCTION work_mem_is_small();
 DROP COLLATION jp_ci;
 DROP TABLE jp_fact, jp_dim, jp_cust, jp_big, jp_bdim;
