@@ -212,6 +212,42 @@ typedef struct AmqAllocator
 	void	   *ctx;
 } AmqAllocator;
 
+/*
+ * The core's passes over keys (sorting, building the static kinds, filling
+ * from sorted runs, merging runs) call amq_poll() at least every
+ * AMQ_POLL_KEYS keys (the blocked fill from several runs, every segment of
+ * AMQ_BLOCKED_FILL_SEGMENT blocks), and between passes.  It calls amq_poll_hook, when
+ * set: the server sets it to its interrupt check, so that a query cancel, a
+ * statement_timeout or a terminate reaches a build of any size within
+ * milliseconds.  The hook may not return.  Wherever it is called the core
+ * holds nothing but memory the caller gave it or its allocator handed out,
+ * which the caller frees as it unwinds (the server's memory contexts).
+ */
+#define AMQ_POLL_KEYS			((size_t) 1 << 16)
+extern void (*amq_poll_hook) (void);
+
+static inline void
+amq_poll(void)
+{
+	if (amq_poll_hook != NULL)
+		amq_poll_hook();
+}
+
+/* the end of the chunk of at most AMQ_POLL_KEYS keys from i (< n) on */
+static inline size_t
+amq_poll_chunk_end(size_t i, size_t n)
+{
+	return n - i > AMQ_POLL_KEYS ? i + AMQ_POLL_KEYS : n;
+}
+
+/* amq_poll() once every AMQ_POLL_KEYS values of the counter i */
+static inline void
+amq_poll_every(size_t i)
+{
+	if ((i & (AMQ_POLL_KEYS - 1)) == 0)
+		amq_poll();
+}
+
 typedef enum AmqMergeOp
 {
 	AMQ_MERGE_UNION,

@@ -8,6 +8,9 @@
  */
 #include "core.h"
 
+/* see amq_poll(): set by the server, NULL in the unit tests but their own */
+void		(*amq_poll_hook) (void) = NULL;
+
 static const AmqKindOps *const amq_kinds[] = {
 	&amq_bloom_ops,
 	&amq_blocked_ops,

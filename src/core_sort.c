@@ -149,26 +149,32 @@ scatter_lines(const uint64_t *x, uint64_t *y, size_t n, int hi, int bits,
 	size_t		i;
 
 	memcpy(first, pos, nbuckets * sizeof(size_t));
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n;)
 	{
-		uint64_t	v = x[i];
-		size_t		b = msd_digit(v, hi, bits);
-		size_t		p = pos[b]++;
+		size_t		chunk_end = amq_poll_chunk_end(i, n);
 
-		buf[b][(p + skew) & (WC_LINE - 1)] = v;
-		if (((p + 1 + skew) & (WC_LINE - 1)) == 0)
+		for (; i < chunk_end; i++)
 		{
-			/* compare without subtracting: the line may start before y */
-			if (p + 1 >= first[b] + WC_LINE)
-				flush_line(y + p + 1 - WC_LINE, buf[b]);
-			else
+			uint64_t	v = x[i];
+			size_t		b = msd_digit(v, hi, bits);
+			size_t		p = pos[b]++;
+
+			buf[b][(p + skew) & (WC_LINE - 1)] = v;
+			if (((p + 1 + skew) & (WC_LINE - 1)) == 0)
 			{
-				/* the bucket's first line is partial: the rest is not ours */
-				memcpy(y + first[b],
-					   buf[b] + ((first[b] + skew) & (WC_LINE - 1)),
-					   (p + 1 - first[b]) * sizeof(uint64_t));
+				/* compare without subtracting: the line may start before y */
+				if (p + 1 >= first[b] + WC_LINE)
+					flush_line(y + p + 1 - WC_LINE, buf[b]);
+				else
+				{
+					/* the bucket's first line is partial: the rest is not ours */
+					memcpy(y + first[b],
+						   buf[b] + ((first[b] + skew) & (WC_LINE - 1)),
+						   (p + 1 - first[b]) * sizeof(uint64_t));
+				}
 			}
 		}
+		amq_poll();
 	}
 	flush_done();
 
@@ -204,8 +210,14 @@ msd_count(const uint64_t *x, size_t n, int hi, int bits, size_t *sizes,
 	else
 	{
 		memset(sizes, 0, nbuckets * sizeof(size_t));
-		for (i = 0; i < n; i++)
-			sizes[msd_digit(x[i], hi, bits)]++;
+		for (i = 0; i < n;)
+		{
+			size_t		chunk_end = amq_poll_chunk_end(i, n);
+
+			for (; i < chunk_end; i++)
+				sizes[msd_digit(x[i], hi, bits)]++;
+			amq_poll();
+		}
 	}
 	return sizes[msd_digit(x[0], hi, bits)] != n;
 }
@@ -291,10 +303,14 @@ msd_permute(uint64_t *a, size_t n, int hi, int bits, size_t *ends,
 		int			active = 0;
 		int			c;
 		int			k;
+		size_t		rounds = 0;
 
 		d = 0;
 		for (;;)
 		{
+			/* a round moves up to SORT_CARRIERS keys */
+			amq_poll_every(++rounds * SORT_CARRIERS);
+
 			/* give idle carriers a key to carry */
 			while (active < SORT_CARRIERS)
 			{
@@ -572,6 +588,7 @@ sort_range(uint64_t *x, uint64_t *y, size_t n, int hi, bool into_y)
 	{
 		size_t		end = run_end(y, n, start, hi, bits);
 
+		amq_poll();
 		sort_range(y + start, x + start, end - start, hi - bits, !into_y);
 		start = end;
 	}
@@ -656,13 +673,19 @@ amq_sort_unique(uint64_t *a, size_t n, uint64_t *scratch)
 
 	/* count the top byte, and on the way find which bits vary at all */
 	memset(counts, 0, sizeof(counts));
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n;)
 	{
-		uint64_t	v = a[i];
+		size_t		chunk_end = amq_poll_chunk_end(i, n);
 
-		counts[v >> top]++;
-		all_or |= v;
-		all_and &= v;
+		for (; i < chunk_end; i++)
+		{
+			uint64_t	v = a[i];
+
+			counts[v >> top]++;
+			all_or |= v;
+			all_and &= v;
+		}
+		amq_poll();
 	}
 	diff = all_or ^ all_and;
 	if (diff == 0)
@@ -693,6 +716,7 @@ amq_sort_unique(uint64_t *a, size_t n, uint64_t *scratch)
 	{
 		size_t		len = ends[d] - start;
 
+		amq_poll();
 		if (len > SORT_CACHE_KEYS)
 		{
 			sort_range(a + start, scratch, len, hi - bits, false);

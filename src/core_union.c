@@ -90,14 +90,14 @@ count_union_merge(const uint64_t **p, const uint64_t **e, int k)
 	while (k == 3)
 	{
 		union3_step(p);
-		n++;
+		amq_poll_every(++n);
 		if (__builtin_expect(p[0] == e[0] || p[1] == e[1] || p[2] == e[2], 0))
 			k = drop_ended_runs(p, e, k);
 	}
 	while (k > 1)
 	{
 		(void) union_next(p, e, &k);
-		n++;
+		amq_poll_every(++n);
 	}
 	if (k == 1)
 		n += e[0] - p[0];
@@ -202,8 +202,9 @@ union3_quarters(const uint64_t *const *head, const uint64_t *const *end)
 	}
 	for (;;)
 	{
-		size_t		safe = SIZE_MAX;
+		size_t		safe = AMQ_POLL_KEYS / UNION_CHAINS;
 
+		amq_poll();
 		for (int c = 0; c < UNION_CHAINS; c++)
 			for (int r = 0; r < 3; r++)
 				safe = MIN(safe, (size_t) (f[c][r] - q[c][r]));
@@ -288,14 +289,23 @@ amq_merge2(const uint64_t *x, size_t nx, const uint64_t *y, size_t ny,
 				j = 0,
 				w = 0;
 
-	while (i < nx && j < ny)
+	/* a step passes at most one hash of each: safe steps leave neither */
+	for (;;)
 	{
-		uint64_t	u = x[i];
-		uint64_t	v = y[j];
+		size_t		safe = MIN(MIN(nx - i, ny - j), AMQ_POLL_KEYS);
 
-		out[w++] = u < v ? u : v;
-		i += (u <= v);
-		j += (v <= u);
+		if (safe == 0)
+			break;
+		for (size_t s = 0; s < safe; s++)
+		{
+			uint64_t	u = x[i];
+			uint64_t	v = y[j];
+
+			out[w++] = u < v ? u : v;
+			i += (u <= v);
+			j += (v <= u);
+		}
+		amq_poll();
 	}
 	while (i < nx)
 		out[w++] = x[i++];
@@ -328,6 +338,9 @@ amq_union_merge(const uint64_t *const *head, const uint64_t *const *end,
 	memcpy(e, end, k * sizeof(e[0]));
 	k = drop_ended_runs(p, e, k);
 	while (k > 0)
+	{
 		out[w++] = union_next(p, e, &k);
+		amq_poll_every(w);
+	}
 	return w;
 }

@@ -211,24 +211,27 @@ blocked_fill_avx2(uint8_t *payload, uint64_t nblocks,
 /*
  * Add n (seeded) hashes, sorted ascending (so that blocks come in order,
  * though any order gives the same bytes), to a payload of nblocks blocks:
- * with AVX2 where the CPU has it, else amq_blocked_insert_run.
+ * with AVX2 where the CPU has it, else amq_blocked_insert_run.  A chunk of
+ * AMQ_POLL_KEYS at a time (a block the chunks share is read and written
+ * once more).
  */
 void
 amq_blocked_fill(uint8_t *payload, uint64_t nblocks,
 				 const uint64_t *hashes, size_t n)
 {
-#ifdef AMQ_BLOCKED_HAVE_AVX2
-	if (amq_blocked_avx2)
+	for (size_t i = 0; i < n; i += AMQ_POLL_KEYS)
 	{
-		blocked_fill_avx2(payload, nblocks, hashes, n);
-		return;
-	}
-#endif
-	amq_blocked_insert_run(payload, nblocks, hashes, n);
-}
+		size_t		m = amq_poll_chunk_end(i, n) - i;
 
-/* blocks filled from every run before the next ones: 256 KB, kept in L2 */
-#define BLOCKED_FILL_SEGMENT	((uint64_t) 8192)
+#ifdef AMQ_BLOCKED_HAVE_AVX2
+		if (amq_blocked_avx2)
+			blocked_fill_avx2(payload, nblocks, hashes + i, m);
+		else
+#endif
+			amq_blocked_insert_run(payload, nblocks, hashes + i, m);
+		amq_poll();
+	}
+}
 
 /*
  * Where in hashes[lo..n), ascending, the keys of the blocks before block
@@ -423,7 +426,8 @@ amq_blocked_fill_runs(uint8_t *payload, uint64_t nblocks,
 	}
 	while (end < nblocks)
 	{
-		end += BLOCKED_FILL_SEGMENT;
+		amq_poll();
+		end += AMQ_BLOCKED_FILL_SEGMENT;
 		for (int r = 0; r < nruns; r++)
 			to[r] = blocked_run_stop(runs[r], from[r], lens[r], end, nblocks);
 #ifdef AMQ_BLOCKED_HAVE_AVX2

@@ -218,6 +218,12 @@ extern void amq_blocked_fill(uint8_t *payload, uint64_t nblocks,
 #define AMQ_BLOCKED_FILL_MAX_RUNS	AMQ_UNION_MAX_RUNS
 
 /*
+ * the blocks it fills from every run before the next ones: 256 KB, kept in
+ * L2; it polls (core.h) once per segment
+ */
+#define AMQ_BLOCKED_FILL_SEGMENT	((uint64_t) 8192)
+
+/*
  * Fill several ascending, distinct runs, a segment of blocks at a time: how
  * many of their keys an earlier run also held.
  */

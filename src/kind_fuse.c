@@ -294,9 +294,13 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		uint64_t	s;
 
 		/* bucket the hashes by their top bits, i.e. by segment */
+		amq_poll();
 		memset(bucket, 0, nbuckets * sizeof(uint32_t));
 		for (i = 0; i < n; i++)
+		{
+			amq_poll_every(i);
 			bucket[amq_fp_hash(hashes[i], seed) >> shift]++;
+		}
 		for (s = 0; s < nbuckets; s++)
 		{
 			uint32_t	c = bucket[s];
@@ -308,6 +312,7 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		{
 			uint64_t	h = amq_fp_hash(hashes[i], seed);
 
+			amq_poll_every(i);
 			qh[bucket[h >> shift]++] = h;
 		}
 
@@ -324,6 +329,7 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 			uint64_t	h = qh[i];
 			uint64_t	p[3];
 
+			amq_poll_every(i);
 			fuse_slots(h, seglen, span, p);
 			if (p[2] >= zhi)
 			{
@@ -354,6 +360,7 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		 */
 		for (s = 0; s < nslots; s++)
 		{
+			amq_poll_every(s);
 			qh[tail] = xh[s];
 			qj[tail] = (uint8_t) (cnt[s] & 3);
 			tail += (cnt[s] >> 2) == 1;
@@ -384,6 +391,7 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 				__builtin_prefetch(&xh[p[ja == 0]], 1);
 				__builtin_prefetch(&xh[p[2 - (ja == 2)]], 1);
 			}
+			amq_poll_every(head);
 			h = qh[head];
 			j = qj[head];
 			head++;
@@ -404,6 +412,7 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 				uint64_t	h = qh[i];
 				uint64_t	p[3];
 
+				amq_poll_every(i);
 				fuse_slots(h, seglen, span, p);
 				amq_fp_assign(f->payload, p[qj[i]], w, fpmask, p, h);
 			}

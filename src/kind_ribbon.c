@@ -582,6 +582,7 @@ ribbon_band_body(const uint64_t *keys, size_t n, uint64_t m, uint32_t r,
 	int			sa = 1;
 	int			sb = 1;
 	int			sc = 0;
+	size_t		rounds = 0;
 
 	/* keys 2n/3 .. n - 1, never none; then the two lower thirds, if any */
 	ribbon_row_init(&c, keys[kc++], nstarts, mask);
@@ -607,6 +608,7 @@ ribbon_band_body(const uint64_t *keys, size_t n, uint64_t m, uint32_t r,
 
 	while ((sa | sb | sc) == 0)
 	{
+		amq_poll_every(++rounds);
 		sa = ribbon_chain_step(&a, keys, &ka, e1, coef, res, wide, nstarts, mask,
 							   &za, mb);
 		sb = ribbon_chain_step(&b, keys, &kb, e2, coef, res, wide, nstarts, mask,
@@ -670,7 +672,7 @@ ribbon_solve(const uint64_t *coef, const void *res, uint64_t m,
 	memset(s1, 0, sizeof(s1));
 	memset(s2, 0, sizeof(s2));
 
-	for (i = m; i-- > 0;)
+	for (i = m; i-- > 0; amq_poll_every(i))
 	{
 		const uint64_t *row = coef + 3 * i;
 
@@ -746,7 +748,7 @@ ribbon_solve8(const uint64_t *coef, const uint8_t *res, uint64_t m,
 	__m128i		e0 = a0, e1 = a0, e2 = a0;
 	uint64_t	i;
 
-	for (i = m; i-- > 0;)
+	for (i = m; i-- > 0; amq_poll_every(i))
 	{
 		const uint64_t *row = coef + 3 * i;
 
@@ -847,7 +849,7 @@ ribbon_solve8_avx2(const uint64_t *coef, const uint8_t *res, uint64_t m,
 	uint32_t	p2 = 0;			/* the bits of slot i + 2, likewise */
 	uint64_t	i;
 
-	for (i = m; i-- > 0;)
+	for (i = m; i-- > 0; amq_poll_every(i))
 	{
 		const uint64_t *row = coef + 3 * i;
 		uint32_t	bits = 0;
@@ -935,7 +937,7 @@ ribbon_solve_avx512_body(const uint64_t *coef, const void *res, uint64_t m,
 		store[g] = (__mmask8) ribbon_mask(r - 8 * g);
 	}
 
-	for (i = m; i-- > 0;)
+	for (i = m; i-- > 0; amq_poll_every(i))
 	{
 		const uint64_t *row = coef + 3 * i;
 		const __m512i c0 = _mm512_set1_epi64((long long) row[0]);
@@ -1034,6 +1036,7 @@ ribbon_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		const uint64_t *keys = hashes;
 		uint64_t	zeroed;
 
+		amq_poll();
 		if (attempt > 0)
 			seed = amq_mix64(f->seed + (uint64_t) attempt * RIBBON_SEED_STEP);
 

@@ -207,6 +207,7 @@ xor_count_direct(AmqFpSlot *sl, const uint64_t *hashes, size_t n,
 		uint64_t	h = amq_fp_hash(hashes[i], seed);
 		uint64_t	p[3];
 
+		amq_poll_every(i);
 		xor_slots(h, blocklen, p);
 		amq_fp_slot_count_key(sl, p, h);
 	}
@@ -259,6 +260,7 @@ xor_count_partitioned(AmqFpSlot *sl, const uint64_t *hashes, size_t n,
 			uint64_t	h = amq_fp_hash(hashes[i], seed);
 			uint64_t	p[3];
 
+			amq_poll_every(i);
 			xor_slots(h, blocklen, p);
 			pos[xor_bucket(p, 0, blocklen, shift, nbb)]++;
 			pos[xor_bucket(p, 1, blocklen, shift, nbb)]++;
@@ -276,6 +278,7 @@ xor_count_partitioned(AmqFpSlot *sl, const uint64_t *hashes, size_t n,
 			uint64_t	h = amq_fp_hash(hashes[i], seed);
 			uint64_t	p[3];
 
+			amq_poll_every(i);
 			xor_slots(h, blocklen, p);
 			buf[pos[xor_bucket(p, 0, blocklen, shift, nbb)]++] = h;
 			buf[pos[xor_bucket(p, 1, blocklen, shift, nbb)]++] = h;
@@ -293,6 +296,7 @@ xor_count_partitioned(AmqFpSlot *sl, const uint64_t *hashes, size_t n,
 			const char *pf = NULL;
 			const char *pfend = NULL;
 
+			amq_poll();
 			xor_bucket_range(k, nbb, shift, blocklen, &lo, &hi);
 			if (start == 0)
 				memset(&sl[lo], 0, (size_t) (hi - lo) * sizeof(AmqFpSlot));
@@ -393,6 +397,8 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		size_t		npeeled = 0;
 		uint64_t	s;
 
+		amq_poll();
+
 		/* count the keys of every slot */
 		if (partitioned)
 			xor_count_partitioned(sl, hashes, n, seed, blocklen,
@@ -410,6 +416,7 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		memset(gone, 0, ngone * sizeof(uint64_t));
 		for (s = 0; s < nslots; s++)
 		{
+			amq_poll_every(s);
 			qh[tail] = sl[s].xh;
 			qj[tail] = (uint8_t) (sl[s].cnt & 3);
 			tail += (sl[s].cnt >> 2) == 1;
@@ -429,6 +436,7 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 				__builtin_prefetch(&sl[p[2 - (ja == 2)]], 1, 0);
 				__builtin_prefetch(&gone[p[ja] >> 6], 0, 0);
 			}
+			amq_poll_every(head);
 			h = qh[head];
 			j = qj[head];
 			head++;
@@ -452,6 +460,7 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 				uint64_t	h = qh[i];
 				uint64_t	p[3];
 
+				amq_poll_every(i);
 				if (i >= XOR_ASSIGN_AHEAD)
 				{
 					xor_slots(qh[i - XOR_ASSIGN_AHEAD], blocklen, p);

@@ -758,6 +758,8 @@ main(void)
 		test_parquet();
 	if (test_union)
 		test_union();
+	if (test_poll)
+		test_poll();
 
 	time_sort();
 	time_probes(&amq_bloom_ops);

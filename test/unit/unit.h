@@ -72,5 +72,6 @@ extern void test_ribbon(void) __attribute__((weak));
 extern void test_state(void) __attribute__((weak));
 extern void test_parquet(void) __attribute__((weak));
 extern void test_union(void) __attribute__((weak));
+extern void test_poll(void) __attribute__((weak));
 
 #endif							/* UNIT_H */
