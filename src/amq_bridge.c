@@ -21,6 +21,7 @@
 #include <sys/statvfs.h>
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "storage/dsm_impl.h"
 #include "utils/builtins.h"
 
@@ -706,7 +707,11 @@ build_from_runs(int kind, double fpr, const AmqFilter *keyinfo,
 					 ops->name);
 			for (int r = 0; r < nruns && st == AMQ_OK; r++)
 				for (Size i = 0; i < lens[r] && st == AMQ_OK; i++)
+				{
+					if ((i & (AMQ_POLL_KEYS - 1)) == 0)
+						CHECK_FOR_INTERRUPTS();
 					st = ops->add(&f, runs[r][i]);
+				}
 		}
 
 		/*

@@ -443,7 +443,11 @@ filter_build(AmqJoinFilter *f)
 												   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	/* sorted hashes fill the blocks in address order */
 	for (i = 0; i < n; i++)
+	{
+		if ((i & (AMQ_POLL_KEYS - 1)) == 0)
+			CHECK_FOR_INTERRUPTS();
 		amq_blocked_ops.add(&f->filter, f->hashes[i]);
+	}
 	f->filter.nkeys = n;
 	if (f->hashes)
 		pfree(f->hashes);
