@@ -4,8 +4,8 @@
  *	  Unit tests of the core's poll (amq_poll_hook, core.h): every long pass
  *	  over keys calls it at least once per AMQ_POLL_KEYS keys, and a hook
  *	  that does not return (as the server's raises a query cancel) leaves
- *	  nothing behind but the caller's memory: the next build, with no hook,
- *	  gives the same bytes as one never interrupted.
+ *	  nothing behind but the caller's memory: the next build gives the same
+ *	  bytes as one never interrupted.
  *
  *-------------------------------------------------------------------------
  */
