@@ -21,7 +21,6 @@
 #include <sys/statvfs.h>
 
 #include "fmgr.h"
-#include "miscadmin.h"
 #include "storage/dsm_impl.h"
 #include "utils/builtins.h"
 
@@ -708,8 +707,7 @@ build_from_runs(int kind, double fpr, const AmqFilter *keyinfo,
 			for (int r = 0; r < nruns && st == AMQ_OK; r++)
 				for (Size i = 0; i < lens[r] && st == AMQ_OK; i++)
 				{
-					if ((i & (AMQ_POLL_KEYS - 1)) == 0)
-						CHECK_FOR_INTERRUPTS();
+					amq_poll_every(i);
 					st = ops->add(&f, runs[r][i]);
 				}
 		}

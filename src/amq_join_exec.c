@@ -421,7 +421,6 @@ filter_build(AmqJoinFilter *f)
 {
 	uint64	   *scratch;
 	Size		n = 0;
-	Size		i;
 	AmqStatus	st;
 	MemoryContext old;
 
@@ -441,13 +440,8 @@ filter_build(AmqJoinFilter *f)
 			 (uint64) n, amq_status_message(st));
 	f->filter.payload = MemoryContextAllocExtended(f->cxt, f->filter.payload_len,
 												   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	/* sorted hashes fill the blocks in address order */
-	for (i = 0; i < n; i++)
-	{
-		if ((i & (AMQ_POLL_KEYS - 1)) == 0)
-			CHECK_FOR_INTERRUPTS();
-		amq_blocked_ops.add(&f->filter, f->hashes[i]);
-	}
+	/* sorted hashes fill the blocks in address order (seed 0: as they are) */
+	amq_blocked_fill(f->filter.payload, f->filter.param[0], f->hashes, n);
 	f->filter.nkeys = n;
 	if (f->hashes)
 		pfree(f->hashes);

@@ -216,10 +216,10 @@ typedef struct AmqAllocator
  * The core's passes over keys (sorting, building the static kinds, filling
  * from sorted runs, merging runs) call amq_poll() at least every
  * AMQ_POLL_KEYS keys (the blocked fill from several runs, every segment of
- * AMQ_BLOCKED_FILL_SEGMENT blocks), and between passes.  It calls amq_poll_hook, when
- * set: the server sets it to its interrupt check, so that a query cancel, a
- * statement_timeout or a terminate reaches a build of any size within
- * milliseconds.  The hook may not return.  Wherever it is called the core
+ * AMQ_BLOCKED_FILL_SEGMENT blocks), and between passes.  It calls
+ * amq_poll_hook, when set: the server sets it to its interrupt check, so
+ * that a query cancel, a statement_timeout or a terminate reaches a build
+ * of any size within milliseconds.  The hook may not return.  Wherever it is called the core
  * holds nothing but memory the caller gave it or its allocator handed out,
  * which the caller frees as it unwinds (the server's memory contexts).
  */

@@ -294,7 +294,6 @@ fuse_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		uint64_t	s;
 
 		/* bucket the hashes by their top bits, i.e. by segment */
-		amq_poll();
 		memset(bucket, 0, nbuckets * sizeof(uint32_t));
 		for (i = 0; i < n; i++)
 		{

@@ -397,8 +397,6 @@ xor_build(AmqFilter *f, const uint64_t *hashes, size_t n,
 		size_t		npeeled = 0;
 		uint64_t	s;
 
-		amq_poll();
-
 		/* count the keys of every slot */
 		if (partitioned)
 			xor_count_partitioned(sl, hashes, n, seed, blocklen,
