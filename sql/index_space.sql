@@ -174,9 +174,10 @@ DROP TABLE wide;
 
 -- VACUUM with parallel workers, which PostgreSQL plans by default for a
 -- table with two or more indexes over min_parallel_index_scan_size (0 here,
--- so that small ones qualify), runs in parallel mode: it reseals and checks
--- clean, and leaves the free pages at the index's end on the free list, as
--- it cannot take the lock to truncate; a VACUUM without workers returns them.
+-- so that small ones qualify), runs in parallel mode, and its workers may
+-- clean up amq indexes: they reseal and check clean, and an index a worker
+-- cleaned up keeps the free pages at its end on the free list, as a worker
+-- cannot take the lock to truncate; a VACUUM without workers returns them.
 SET min_parallel_index_scan_size = 0;
 CREATE TABLE par (a int8, b text) WITH (autovacuum_enabled = off);
 INSERT INTO par SELECT g, 'b' || g FROM generate_series(1, 20000) g;
@@ -197,6 +198,60 @@ WHERE EXISTS (SELECT 1 FROM par WHERE a = p) AND EXISTS (SELECT 1 FROM par WHERE
 RESET enable_seqscan;
 RESET min_parallel_index_scan_size;
 DROP TABLE par;
+
+-- The leader of a VACUUM with parallel workers cleans up the indexes under
+-- min_parallel_index_scan_size (128kB here: the btrees are over it, the amq
+-- indexes under).  It reseals the amq indexes in parallel mode, and gives
+-- the free pages at their end back when the table's VACUUM commits.  After
+-- the rounds of the test below, each amq index of par is as long as its
+-- twin's of ser, the same rows and changes vacuumed without workers, and
+-- shorter than its twin's of kept, whose vacuum_truncate is off.
+SET min_parallel_index_scan_size = '128kB';
+CREATE TABLE par (a int8, b text) WITH (autovacuum_enabled = off);
+CREATE TABLE ser (a int8, b text) WITH (autovacuum_enabled = off);
+CREATE TABLE kept (a int8, b text) WITH (autovacuum_enabled = off, vacuum_truncate = false);
+INSERT INTO par SELECT g, 'b' || g FROM generate_series(1, 20000) g;
+INSERT INTO ser SELECT * FROM par;
+INSERT INTO kept SELECT * FROM par;
+CREATE INDEX par_a_bt ON par (a);
+CREATE INDEX par_b_bt ON par (b);
+CREATE INDEX par_a ON par USING amq (a) WITH (pages_per_range = 4);
+CREATE INDEX par_b ON par USING amq (b) WITH (pages_per_range = 4);
+CREATE INDEX ser_a ON ser USING amq (a) WITH (pages_per_range = 4);
+CREATE INDEX ser_b ON ser USING amq (b) WITH (pages_per_range = 4);
+CREATE INDEX kept_a ON kept USING amq (a) WITH (pages_per_range = 4);
+CREATE INDEX kept_b ON kept USING amq (b) WITH (pages_per_range = 4);
+CREATE FUNCTION pg_temp.par_delete(r int) RETURNS void LANGUAGE sql
+	AS 'DELETE FROM par WHERE a % 10 = r; DELETE FROM ser WHERE a % 10 = r;
+	DELETE FROM kept WHERE a % 10 = r';
+CREATE FUNCTION pg_temp.par_insert(lo int8) RETURNS void LANGUAGE sql
+	AS $$INSERT INTO par SELECT g, 'n' || g FROM generate_series(lo, lo + 1999) g;
+	INSERT INTO ser SELECT g, 'n' || g FROM generate_series(lo, lo + 1999) g;
+	INSERT INTO kept SELECT g, 'n' || g FROM generate_series(lo, lo + 1999) g$$;
+\set vacuum_all 'VACUUM (PARALLEL 2) par; VACUUM (PARALLEL 0) ser, kept;'
+SELECT pg_temp.par_delete(0);
+:vacuum_all
+SELECT pg_temp.par_insert(100001);
+:vacuum_all
+SELECT pg_temp.par_delete(1);
+:vacuum_all
+SELECT pg_temp.par_insert(103001);
+:vacuum_all
+SELECT amq_index_check('par_a', true), amq_index_check('par_b', true);
+SELECT pg_relation_size('par_a') < 128 * 1024 AND pg_relation_size('par_b') < 128 * 1024
+       AND pg_relation_size('par_a_bt') > 128 * 1024 AND pg_relation_size('par_b_bt') > 128 * 1024
+       AS leader_cleans_amq;
+SELECT pg_relation_size('par_a') = pg_relation_size('ser_a') AS a_as_serial,
+       pg_relation_size('par_b') = pg_relation_size('ser_b') AS b_as_serial,
+       pg_relation_size('par_a') < pg_relation_size('kept_a') AS a_truncated,
+       pg_relation_size('par_b') < pg_relation_size('kept_b') AS b_truncated;
+DROP INDEX par_a_bt, par_b_bt;
+SET enable_seqscan = off;
+SELECT count(*) FROM unnest(ARRAY[1, 10, 19999, 100001, 102000, 102001]) p
+WHERE EXISTS (SELECT 1 FROM par WHERE a = p) AND EXISTS (SELECT 1 FROM par WHERE b IN ('b' || p, 'n' || p));
+RESET enable_seqscan;
+RESET min_parallel_index_scan_size;
+DROP TABLE par, ser, kept;
 
 -- A table whose vacuum_truncate is off (so that VACUUM takes no lock that
 -- conflicts with queries on standbys) keeps its amq indexes' length too:

@@ -42,6 +42,7 @@
  */
 #include "compat.h"
 
+#include "access/parallel.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/index.h"
@@ -513,7 +514,7 @@ compact(Relation index, MemoryContext cxt)
  * only when nothing else has the index open, so with an AccessExclusiveLock
  * that VACUUM never waits for.  The stream stays where it is; a run of the
  * list that ends at the index's end, or the rest of the run the stream is
- * in, goes.
+ * in, goes.  Not in parallel mode: see defer_truncation().
  */
 static void
 truncate_free_tail(Relation index)
@@ -526,14 +527,7 @@ truncate_free_tail(Relation index)
 	BlockNumber keep;
 	GenericXLogState *state;
 
-	/*
-	 * Not in a parallel VACUUM (its leader, or a worker cleaning up this
-	 * index): an AccessExclusiveLock is logged for standbys with the
-	 * transaction's ID, which parallel mode cannot assign.  The free pages
-	 * at the end stay listed, for reuse, until a VACUUM without workers.
-	 */
-	if (IsInParallelMode())
-		return;
+	Assert(!IsInParallelMode());
 	if (!ConditionalLockRelation(index, AccessExclusiveLock))
 		return;
 	metabuf = ReadBuffer(index, AMQIDX_METAPAGE_BLKNO);
@@ -564,6 +558,55 @@ truncate_free_tail(Relation index)
 	if (keep < nblocks)
 		RelationTruncate(index, keep);
 	UnlockRelation(index, AccessExclusiveLock);
+}
+
+/*
+ * A VACUUM with parallel workers runs in parallel mode, where it cannot
+ * truncate: the AccessExclusiveLock is logged for standbys with the
+ * transaction's ID, which parallel mode cannot assign.  Parallel mode ends
+ * before the table's VACUUM commits (the heap is truncated after it too),
+ * so the leader truncates the indexes it cleaned up then, in the commit's
+ * pre-commit step, while VACUUM still holds its lock on them.  The OIDs
+ * wait in TopTransactionContext; any other end of the transaction forgets
+ * them.  A worker cannot, nor tell the leader to: the pages of an index a
+ * worker cleaned up stay on the free list, for reuse, until a VACUUM whose
+ * leader or only process cleans it up (autovacuum has no workers).
+ */
+static List *pending_truncations = NIL;
+
+static void
+truncate_pending(XactEvent event, void *arg)
+{
+	List	   *oids = pending_truncations;
+	ListCell   *lc;
+
+	pending_truncations = NIL;
+	if (event != XACT_EVENT_PRE_COMMIT || oids == NIL || IsInParallelMode())
+		return;
+	foreach(lc, oids)
+	{
+		Relation	index = index_open(lfirst_oid(lc), RowExclusiveLock);
+
+		truncate_free_tail(index);
+		index_close(index, NoLock);
+	}
+}
+
+static void
+defer_truncation(Relation index)
+{
+	static bool registered = false;
+	MemoryContext old;
+
+	if (!registered)
+	{
+		RegisterXactCallback(truncate_pending, NULL);
+		registered = true;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	pending_truncations = list_append_unique_oid(pending_truncations,
+												 RelationGetRelid(index));
+	MemoryContextSwitchTo(old);
 }
 
 /* The pages the free list of a (locked) metapage holds. */
@@ -717,11 +760,14 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		MemoryContextDelete(rcxt);
 	}
 	/* a table that VACUUM may not truncate keeps its indexes' length too */
-	truncate = AMQ_VACUUM_TRUNCATE((StdRdOptions *) heap->rd_options);
+	truncate = AMQ_VACUUM_TRUNCATE((StdRdOptions *) heap->rd_options) &&
+		!IsParallelWorker();
 	table_close(heap, AccessShareLock);
 	compact(index, cxt);
 	MemoryContextDelete(cxt);
-	if (truncate)
+	if (truncate && IsInParallelMode())
+		defer_truncation(index);
+	else if (truncate)
 		truncate_free_tail(index);
 
 done:

@@ -82,6 +82,36 @@ INSERT INTO t SELECT 101000 + g, 'k' || (101000 + g), 'y' FROM generate_series(1
 $primary->wait_for_catchup($standby);
 compare($standby, 'after delete and vacuum');
 
+# VACUUM with parallel workers (the two btrees are over
+# min_parallel_index_scan_size), whose leader cleans up the amq index (under
+# it) in parallel mode and truncates it as the table's VACUUM commits: the
+# standby replays the truncation, its index ends where the primary's does,
+# and it answers as before.
+$primary->safe_psql('postgres', q{
+CREATE INDEX t_id_bt ON t (id);
+CREATE INDEX t_k_bt ON t (k);
+});
+my @sizes;
+for my $round (
+	'DELETE FROM t WHERE id % 11 = 0',
+	"INSERT INTO t SELECT 102000 + g, 'k' || (102000 + g), 'z' FROM generate_series(1, 2000) g",
+	'DELETE FROM t WHERE id % 13 = 0')
+{
+	push @sizes, $primary->safe_psql('postgres', qq{
+SET min_parallel_index_scan_size = '256kB';
+$round;
+VACUUM (PARALLEL 2) t;
+SELECT pg_relation_size('t_amq');
+});
+}
+cmp_ok($sizes[-1], '<', (sort { $b <=> $a } @sizes)[0],
+	"a VACUUM with parallel workers truncated the index (sizes @sizes)");
+$primary->safe_psql('postgres', 'DROP INDEX t_id_bt, t_k_bt');
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', "SELECT pg_relation_size('t_amq')"), $sizes[-1],
+	'the standby replayed the truncation');
+compare($standby, 'after a VACUUM with parallel workers');
+
 # amq_index_check on the standby while replay changes the index: deletes,
 # inserts and VACUUM's reseals on the primary, checks in a loop on the
 # standby.  Replay takes no heavyweight lock, so a check may read pages from
