@@ -173,39 +173,20 @@ RESET enable_seqscan;
 DROP TABLE wide;
 
 -- VACUUM with parallel workers, which PostgreSQL plans by default for a
--- table with two or more indexes over min_parallel_index_scan_size (0 here,
--- so that small ones qualify), runs in parallel mode, and its workers may
--- clean up amq indexes: they reseal and check clean, and an index a worker
--- cleaned up keeps the free pages at its end on the free list, as a worker
--- cannot take the lock to truncate; a VACUUM without workers returns them.
-SET min_parallel_index_scan_size = 0;
-CREATE TABLE par (a int8, b text) WITH (autovacuum_enabled = off);
-INSERT INTO par SELECT g, 'b' || g FROM generate_series(1, 20000) g;
-CREATE INDEX par_a ON par USING amq (a) WITH (pages_per_range = 4);
-CREATE INDEX par_b ON par USING amq (b) WITH (pages_per_range = 4);
-DELETE FROM par WHERE a % 10 = 0;
-VACUUM (PARALLEL 0) par;
--- into the space freed in every range: overflow segments to reseal
-INSERT INTO par SELECT g, 'n' || g FROM generate_series(100001, 102000) g;
-VACUUM (PARALLEL 2) par;
-SELECT amq_index_check('par_a', true), amq_index_check('par_b', true);
-SELECT pg_relation_size('par_a') AS par_size \gset
-VACUUM (PARALLEL 0) par;
-SELECT pg_relation_size('par_a') <= :par_size AS not_larger;
-SET enable_seqscan = off;
-SELECT count(*) FROM unnest(ARRAY[1, 10, 19999, 100001, 102000, 102001]) p
-WHERE EXISTS (SELECT 1 FROM par WHERE a = p) AND EXISTS (SELECT 1 FROM par WHERE b IN ('b' || p, 'n' || p));
-RESET enable_seqscan;
-RESET min_parallel_index_scan_size;
-DROP TABLE par;
-
--- The leader of a VACUUM with parallel workers cleans up the indexes under
--- min_parallel_index_scan_size (128kB here: the btrees are over it, the amq
--- indexes under).  It reseals the amq indexes in parallel mode, and gives
--- the free pages at their end back when the table's VACUUM commits.  After
--- the rounds of the test below, each amq index of par is as long as its
--- twin's of ser, the same rows and changes vacuumed without workers, and
--- shorter than its twin's of kept, whose vacuum_truncate is off.
+-- table with two or more indexes over min_parallel_index_scan_size that
+-- workers can vacuum, runs in parallel mode, where it cannot truncate.  Its
+-- leader truncates the amq indexes as the table's VACUUM commits: those it
+-- cleaned up, and after a VACUUM that removed rows every one (it ran their
+-- bulk deletes).  After each part below, the amq indexes of par check
+-- clean, are as long as their twins of ser (the same rows and changes,
+-- vacuumed without workers), and shorter than their twins of kept, whose
+-- vacuum_truncate is off.  First the leader cleans them up: they are under
+-- min_parallel_index_scan_size (128kB), the two btrees over it, and the
+-- rounds of the test above alternate VACUUMs after deletes and after
+-- inserts.  Then workers may clean them up (min_parallel_index_scan_size 0,
+-- the btrees dropped), and each round's second VACUUM follows inserts into
+-- the space the first freed and the delete of half of them; the last one
+-- truncates, so kept's indexes, as long as par's before, are longer.
 SET min_parallel_index_scan_size = '128kB';
 CREATE TABLE par (a int8, b text) WITH (autovacuum_enabled = off);
 CREATE TABLE ser (a int8, b text) WITH (autovacuum_enabled = off);
@@ -228,6 +209,16 @@ CREATE FUNCTION pg_temp.par_insert(lo int8) RETURNS void LANGUAGE sql
 	AS $$INSERT INTO par SELECT g, 'n' || g FROM generate_series(lo, lo + 1999) g;
 	INSERT INTO ser SELECT g, 'n' || g FROM generate_series(lo, lo + 1999) g;
 	INSERT INTO kept SELECT g, 'n' || g FROM generate_series(lo, lo + 1999) g$$;
+-- half the rows inserted since lo
+CREATE FUNCTION pg_temp.par_thin(lo int8) RETURNS void LANGUAGE sql
+	AS 'DELETE FROM par WHERE a >= lo AND a % 2 = 0; DELETE FROM ser WHERE a >= lo AND a % 2 = 0;
+	DELETE FROM kept WHERE a >= lo AND a % 2 = 0';
+CREATE FUNCTION pg_temp.par_sizes(OUT a_as_serial bool, OUT b_as_serial bool,
+								  OUT a_truncated bool, OUT b_truncated bool)
+	LANGUAGE sql AS $$SELECT pg_relation_size('par_a') = pg_relation_size('ser_a'),
+	pg_relation_size('par_b') = pg_relation_size('ser_b'),
+	pg_relation_size('par_a') < pg_relation_size('kept_a'),
+	pg_relation_size('par_b') < pg_relation_size('kept_b')$$;
 \set vacuum_all 'VACUUM (PARALLEL 2) par; VACUUM (PARALLEL 0) ser, kept;'
 SELECT pg_temp.par_delete(0);
 :vacuum_all
@@ -241,13 +232,29 @@ SELECT amq_index_check('par_a', true), amq_index_check('par_b', true);
 SELECT pg_relation_size('par_a') < 128 * 1024 AND pg_relation_size('par_b') < 128 * 1024
        AND pg_relation_size('par_a_bt') > 128 * 1024 AND pg_relation_size('par_b_bt') > 128 * 1024
        AS leader_cleans_amq;
-SELECT pg_relation_size('par_a') = pg_relation_size('ser_a') AS a_as_serial,
-       pg_relation_size('par_b') = pg_relation_size('ser_b') AS b_as_serial,
-       pg_relation_size('par_a') < pg_relation_size('kept_a') AS a_truncated,
-       pg_relation_size('par_b') < pg_relation_size('kept_b') AS b_truncated;
+SELECT * FROM pg_temp.par_sizes();
+SET min_parallel_index_scan_size = 0;
 DROP INDEX par_a_bt, par_b_bt;
+SELECT pg_temp.par_delete(2);
+:vacuum_all
+SELECT pg_temp.par_insert(110001), pg_temp.par_thin(110001);
+:vacuum_all
+SELECT pg_temp.par_delete(3);
+:vacuum_all
+SELECT pg_temp.par_insert(113001), pg_temp.par_thin(113001);
+:vacuum_all
+SELECT pg_temp.par_delete(4);
+:vacuum_all
+SELECT pg_temp.par_insert(116001), pg_temp.par_thin(116001);
+:vacuum_all
+SELECT pg_temp.par_delete(5);
+:vacuum_all
+SELECT pg_temp.par_insert(119001), pg_temp.par_thin(119001);
+:vacuum_all
+SELECT amq_index_check('par_a', true), amq_index_check('par_b', true);
+SELECT * FROM pg_temp.par_sizes();
 SET enable_seqscan = off;
-SELECT count(*) FROM unnest(ARRAY[1, 10, 19999, 100001, 102000, 102001]) p
+SELECT count(*) FROM unnest(ARRAY[1, 12, 19999, 100001, 102000, 102001, 110001, 110002, 119999]) p
 WHERE EXISTS (SELECT 1 FROM par WHERE a = p) AND EXISTS (SELECT 1 FROM par WHERE b IN ('b' || p, 'n' || p));
 RESET enable_seqscan;
 RESET min_parallel_index_scan_size;

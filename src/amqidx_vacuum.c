@@ -56,6 +56,71 @@
 #include "amqfilter.h"
 #include "amqidx.h"
 
+static void truncate_free_tail(Relation index);
+
+/*
+ * A VACUUM with parallel workers runs in parallel mode, where it cannot
+ * truncate: the AccessExclusiveLock is logged for standbys with the
+ * transaction's ID, which parallel mode cannot assign.  Parallel mode ends
+ * before the table's VACUUM commits (the heap is truncated after it too),
+ * so the leader truncates in the commit's pre-commit step, while VACUUM
+ * still holds its locks, every index it saw: those whose bulk delete it ran
+ * (in a VACUUM that removed rows, all of them: no worker runs the bulk
+ * delete of an amq index) and those it cleaned up.  A worker that cleaned
+ * up an index cannot tell the leader; after a VACUUM that removed no rows,
+ * such an index keeps the free pages at its end on the free list, for
+ * reuse, until a later VACUUM (autovacuum has no workers).  The OIDs wait
+ * in TopTransactionContext; any other end of the transaction forgets them.
+ */
+static List *pending_truncations = NIL;
+
+static void
+truncate_pending(XactEvent event, void *arg)
+{
+	List	   *oids = pending_truncations;
+	ListCell   *lc;
+
+	pending_truncations = NIL;
+	if (event != XACT_EVENT_PRE_COMMIT || oids == NIL || IsInParallelMode())
+		return;
+	foreach(lc, oids)
+	{
+		Relation	index = index_open(lfirst_oid(lc), RowExclusiveLock);
+
+		truncate_free_tail(index);
+		index_close(index, NoLock);
+	}
+}
+
+static void
+defer_truncation(Relation index)
+{
+	static bool registered = false;
+	MemoryContext old;
+
+	if (!registered)
+	{
+		RegisterXactCallback(truncate_pending, NULL);
+		registered = true;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	pending_truncations = list_append_unique_oid(pending_truncations,
+												 RelationGetRelid(index));
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * May this process truncate an index of the heap, now or at its commit:
+ * not a parallel worker, and a table whose vacuum_truncate is on (a table
+ * that VACUUM may not truncate keeps its indexes' length too).
+ */
+static bool
+may_truncate(Relation heap)
+{
+	return !IsParallelWorker() &&
+		AMQ_VACUUM_TRUNCATE((StdRdOptions *) heap->rd_options);
+}
+
 /* ambulkdelete: nothing to remove; a deleted row's key is a false positive. */
 IndexBulkDeleteResult *
 amqidxbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
@@ -63,6 +128,17 @@ amqidxbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 {
 	if (stats == NULL)
 		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
+	/* a worker may clean the index up: the leader truncates it at commit */
+	if (IsInParallelMode())
+	{
+		Relation	heap = table_open(IndexGetRelation(RelationGetRelid(info->index),
+													   false),
+									  AccessShareLock);
+
+		if (may_truncate(heap))
+			defer_truncation(info->index);
+		table_close(heap, AccessShareLock);
+	}
 	return stats;
 }
 
@@ -514,7 +590,7 @@ compact(Relation index, MemoryContext cxt)
  * only when nothing else has the index open, so with an AccessExclusiveLock
  * that VACUUM never waits for.  The stream stays where it is; a run of the
  * list that ends at the index's end, or the rest of the run the stream is
- * in, goes.  Not in parallel mode: see defer_truncation().
+ * in, goes.  Not in parallel mode: see pending_truncations.
  */
 static void
 truncate_free_tail(Relation index)
@@ -558,55 +634,6 @@ truncate_free_tail(Relation index)
 	if (keep < nblocks)
 		RelationTruncate(index, keep);
 	UnlockRelation(index, AccessExclusiveLock);
-}
-
-/*
- * A VACUUM with parallel workers runs in parallel mode, where it cannot
- * truncate: the AccessExclusiveLock is logged for standbys with the
- * transaction's ID, which parallel mode cannot assign.  Parallel mode ends
- * before the table's VACUUM commits (the heap is truncated after it too),
- * so the leader truncates the indexes it cleaned up then, in the commit's
- * pre-commit step, while VACUUM still holds its lock on them.  The OIDs
- * wait in TopTransactionContext; any other end of the transaction forgets
- * them.  A worker cannot, nor tell the leader to: the pages of an index a
- * worker cleaned up stay on the free list, for reuse, until a VACUUM whose
- * leader or only process cleans it up (autovacuum has no workers).
- */
-static List *pending_truncations = NIL;
-
-static void
-truncate_pending(XactEvent event, void *arg)
-{
-	List	   *oids = pending_truncations;
-	ListCell   *lc;
-
-	pending_truncations = NIL;
-	if (event != XACT_EVENT_PRE_COMMIT || oids == NIL || IsInParallelMode())
-		return;
-	foreach(lc, oids)
-	{
-		Relation	index = index_open(lfirst_oid(lc), RowExclusiveLock);
-
-		truncate_free_tail(index);
-		index_close(index, NoLock);
-	}
-}
-
-static void
-defer_truncation(Relation index)
-{
-	static bool registered = false;
-	MemoryContext old;
-
-	if (!registered)
-	{
-		RegisterXactCallback(truncate_pending, NULL);
-		registered = true;
-	}
-	old = MemoryContextSwitchTo(TopTransactionContext);
-	pending_truncations = list_append_unique_oid(pending_truncations,
-												 RelationGetRelid(index));
-	MemoryContextSwitchTo(old);
 }
 
 /* The pages the free list of a (locked) metapage holds. */
@@ -759,9 +786,7 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(rcxt);
 	}
-	/* a table that VACUUM may not truncate keeps its indexes' length too */
-	truncate = AMQ_VACUUM_TRUNCATE((StdRdOptions *) heap->rd_options) &&
-		!IsParallelWorker();
+	truncate = may_truncate(heap);
 	table_close(heap, AccessShareLock);
 	compact(index, cxt);
 	MemoryContextDelete(cxt);
