@@ -65,12 +65,13 @@ static void truncate_free_tail(Relation index);
  * before the table's VACUUM commits (the heap is truncated after it too),
  * so the leader truncates in the commit's pre-commit step, while VACUUM
  * still holds its locks, every index it saw: those whose bulk delete it ran
- * (in a VACUUM that removed rows, all of them: no worker runs the bulk
- * delete of an amq index) and those it cleaned up.  A worker that cleaned
- * up an index cannot tell the leader; after a VACUUM that removed no rows,
- * such an index keeps the free pages at its end on the free list, for
- * reuse, until a later VACUUM (autovacuum has no workers).  The OIDs wait
- * in TopTransactionContext; any other end of the transaction forgets them.
+ * (in a VACUUM that scanned the indexes for the rows it removed, all of
+ * them: no worker runs the bulk delete of an amq index) and those it
+ * cleaned up.  A worker that cleaned up an index cannot tell the leader;
+ * after a VACUUM that scanned no index, such an index keeps the free pages
+ * at its end on the free list, for reuse, until a later VACUUM (autovacuum
+ * has no workers).  The OIDs wait in TopTransactionContext; any other end
+ * of the transaction forgets them.
  */
 static List *pending_truncations = NIL;
 
