@@ -176,14 +176,13 @@ DROP TABLE wide;
 -- table with two or more indexes over min_parallel_index_scan_size that
 -- workers can vacuum, runs in parallel mode, where it cannot truncate.  Its
 -- leader truncates the amq indexes as the table's VACUUM commits: those it
--- cleaned up, and after a VACUUM that removed rows every one (it ran their
--- bulk deletes).  After each part below, the amq indexes of par check
+-- cleaned up, and after a VACUUM that scanned the indexes for the rows it
+-- removed every one (it ran their bulk deletes).  After each part below, the amq indexes of par check
 -- clean, are as long as their twins of ser (the same rows and changes,
 -- vacuumed without workers), and shorter than their twins of kept, whose
 -- vacuum_truncate is off.  First the leader cleans them up: they are under
 -- min_parallel_index_scan_size (128kB), the two btrees over it, and the
--- rounds of the test above alternate VACUUMs after deletes and after
--- inserts.  Then workers may clean them up (min_parallel_index_scan_size 0,
+-- rounds alternate VACUUMs after deletes and after inserts.  Then workers may clean them up (min_parallel_index_scan_size 0,
 -- the btrees dropped), and each round's second VACUUM follows inserts into
 -- the space the first freed and the delete of half of them; the last one
 -- truncates, so kept's indexes, as long as par's before, are longer.
