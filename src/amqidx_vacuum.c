@@ -42,16 +42,20 @@
  */
 #include "compat.h"
 
+#include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/storage.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "amqfilter.h"
 #include "amqidx.h"
@@ -64,14 +68,15 @@ static void truncate_free_tail(Relation index);
  * transaction's ID, which parallel mode cannot assign.  Parallel mode ends
  * before the table's VACUUM commits (the heap is truncated after it too),
  * so the leader truncates in the commit's pre-commit step, while VACUUM
- * still holds its locks, every index it saw: those whose bulk delete it ran
- * (in a VACUUM that scanned the indexes for the rows it removed, all of
- * them: no worker runs the bulk delete of an amq index) and those it
- * cleaned up.  A worker that cleaned up an index cannot tell the leader;
- * after a VACUUM that scanned no index, such an index keeps the free pages
- * at its end on the free list, for reuse, until a later VACUUM (autovacuum
- * has no workers).  The OIDs wait in TopTransactionContext; any other end
- * of the transaction forgets them.
+ * still holds its locks, every amq index of the table once it saw one: it
+ * ran its bulk delete (in a VACUUM that scanned the indexes for the rows it
+ * removed it runs them all: no worker runs the bulk delete of an amq index)
+ * or cleaned it up.  A worker that cleaned up an index cannot tell the
+ * leader: after a VACUUM that scanned no index and whose leader cleaned up
+ * no amq index, the table's amq indexes keep the free pages at their end
+ * on the free list, for reuse, until a later VACUUM (autovacuum has no
+ * workers).  The OIDs wait in TopTransactionContext; any other end of the
+ * transaction forgets them.
  */
 static List *pending_truncations = NIL;
 
@@ -93,10 +98,37 @@ truncate_pending(XactEvent event, void *arg)
 	}
 }
 
+/*
+ * Is the index indexoid one of access method relam that VACUUM processes
+ * (vac_open_indexes keeps the indexes that are ready for inserts)?
+ */
+static bool
+ready_index_of_am(Oid indexoid, Oid relam)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	bool		found;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	found = ((Form_pg_class) GETSTRUCT(tup))->relam == relam;
+	ReleaseSysCache(tup);
+	if (!found)
+		return false;
+	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	found = ((Form_pg_index) GETSTRUCT(tup))->indisready;
+	ReleaseSysCache(tup);
+	return found;
+}
+
+/* Truncate at commit index and the heap's other amq indexes. */
 static void
-defer_truncation(Relation index)
+defer_truncation(Relation heap, Relation index)
 {
 	static bool registered = false;
+	List	   *indexes = RelationGetIndexList(heap);
+	ListCell   *lc;
 	MemoryContext old;
 
 	if (!registered)
@@ -104,10 +136,18 @@ defer_truncation(Relation index)
 		RegisterXactCallback(truncate_pending, NULL);
 		registered = true;
 	}
-	old = MemoryContextSwitchTo(TopTransactionContext);
-	pending_truncations = list_append_unique_oid(pending_truncations,
-												 RelationGetRelid(index));
-	MemoryContextSwitchTo(old);
+	foreach(lc, indexes)
+	{
+		Oid			oid = lfirst_oid(lc);
+
+		if (oid != RelationGetRelid(index) &&
+			!ready_index_of_am(oid, index->rd_rel->relam))
+			continue;
+		old = MemoryContextSwitchTo(TopTransactionContext);
+		pending_truncations = list_append_unique_oid(pending_truncations, oid);
+		MemoryContextSwitchTo(old);
+	}
+	list_free(indexes);
 }
 
 /*
@@ -137,7 +177,7 @@ amqidxbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 									  AccessShareLock);
 
 		if (may_truncate(heap))
-			defer_truncation(info->index);
+			defer_truncation(heap, info->index);
 		table_close(heap, AccessShareLock);
 	}
 	return stats;
@@ -758,6 +798,13 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	heap_nblocks = RelationGetNumberOfBlocks(heap);
 	/* the range that holds the heap's last page grows on */
 	last = heap_nblocks > 0 ? (heap_nblocks - 1) / ppr : 0;
+	truncate = may_truncate(heap);
+	if (truncate && IsInParallelMode())
+	{
+		/* also the amq indexes that workers clean up */
+		defer_truncation(heap, index);
+		truncate = false;
+	}
 
 	if (!vacuum_has_work(index, last, cxt))
 	{
@@ -787,13 +834,10 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(rcxt);
 	}
-	truncate = may_truncate(heap);
 	table_close(heap, AccessShareLock);
 	compact(index, cxt);
 	MemoryContextDelete(cxt);
-	if (truncate && IsInParallelMode())
-		defer_truncation(index);
-	else if (truncate)
+	if (truncate)
 		truncate_free_tail(index);
 
 done:
