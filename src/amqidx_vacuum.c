@@ -122,7 +122,7 @@ ready_index_of_am(Oid indexoid, Oid relam)
 	return found;
 }
 
-/* Truncate at commit index and the heap's other amq indexes. */
+/* Have the commit truncate index and the other amq indexes of heap. */
 static void
 defer_truncation(Relation heap, Relation index)
 {
