@@ -35,6 +35,14 @@ chroot of another major.  JIT off in every part.
    speedup over the queries that place a pre-filter, and name the queries
    slower than 0.95x that place none (their plans are the same off and on
    but for pass-through nodes, so their ratio is the spread between runs).
+   Beside each query whose joins can drop rows, in the same alternation
+   (unless --no-floor), its floor (test/bench/tpch/floors): a count(*) of
+   each table it reads, under its own conditions on that table.  A join
+   pre-filter removes work after the scans, never the scans: "on/floor" is
+   how far above them the query runs with it, and the totals give the
+   speedup at the floor, every such query at its floor and the others as
+   they ran, the most any pre-filter could give while the tables are read
+   whole.
 2. The semi-join of `make bench` (benchlib.py's t_big 10^7 ids, t_small 10^5
    keys, half present): `id IN (SELECT id FROM t_small)`, off and on
    alternating, parallel plans on and off, work_mem 256MB as in `make bench`;
@@ -92,6 +100,8 @@ ap.add_argument("--explain-mode", choices=("analyze", "verbose"), default="analy
 ap.add_argument("--no-stats", dest="stats", action="store_false",
                 help="skip the EXPLAIN ANALYZE run per query that counts the pre-filters "
                      "and the rows they removed")
+ap.add_argument("--no-floor", dest="floor", action="store_false",
+                help="do not time the queries' floors (test/bench/tpch/floors)")
 ap.add_argument("--load-only", action="store_true", help="load the TPC-H data, then exit")
 ap.add_argument("--json", metavar="FILE", help="also write the TPC-H figures to FILE")
 args = ap.parse_args()
@@ -205,6 +215,15 @@ def totals(res):
     if spread:
         t["notes"] = (f"; slower than 0.95x in the first runs but not in a check of "
                       f"{args.confirm} more: {', '.join(spread)}")
+    # the bound: each query with a floor at its floor (or its time on, if that
+    # is lower), the others as they ran, the faster of off and on
+    if any(v.get("floor") for v in both.values()):
+        best = sum(min(v["on"], v["floor"]) if v.get("floor") else min(v["off"], v["on"])
+                   for v in both.values())
+        nf = sum(1 for v in both.values() if v.get("floor"))
+        t["best"] = best
+        t["notes"] += (f"; at the floor ({nf} queries at their floors, the others as they "
+                       f"ran) {best:.1f} s: {off / best:.2f}x at most")
     if all(v["prefilters"] is not None for v in both.values()):
         placed = {q: v for q, v in both.items() if v["prefilters"] > 0}
         none_slow = [q for q in slow if q not in placed]
@@ -234,19 +253,28 @@ def explain(qname):
         run(conn, "RESET bloomamq.join_prefilter")
 
 
-def alternate(sql, runs, ref=None):
+def alternate(sql, runs, ref=None, floor=None):
     """sql run `runs` times with the pre-filter off and on alternating (off,
-    on, then on, off, ...); a mode that times out is not run again.  Returns
-    ({mode: [seconds]}, the reference result (digest, rows): ref if given,
-    else the first result off, or on if off timed out, and the modes whose
-    result differed from it."""
-    times = {"off": [], "on": []}
-    dead = {"off": False, "on": False}
+    on, then on, off, ...); a mode that times out is not run again.  With a
+    floor (the statements of tpch.floors()), those too, in the same
+    alternation (off, on, floor, then floor, on, off).  Returns ({mode:
+    [seconds]}, the reference result (digest, rows): ref if given, else the
+    first result off, or on if off timed out, and the modes whose result
+    differed from it."""
+    times = {"off": [], "on": [], "floor": []}
+    dead = {"off": False, "on": False, "floor": floor is None}
     bad = []
     for r in range(runs):
-        order = ("off", "on") if r % 2 == 0 else ("on", "off")
+        order = ("off", "on", "floor") if r % 2 == 0 else ("floor", "on", "off")
         for mode in order:
             if dead[mode]:
+                continue
+            if mode == "floor":
+                secs, _ = timed_once(floor)
+                if secs is None:
+                    dead[mode] = True
+                else:
+                    times[mode].append(secs)
                 continue
             run_set(f"SET bloomamq.join_prefilter = {mode}")
             secs, rows = timed_once(sql)
@@ -291,6 +319,7 @@ def confirm(res, qs, par):
 
 def tpch_bench():
     qs = tpch_queries()
+    fl = tpch.floors() if args.floor else {}
     R = args.runs
     print(f"# TPC-H SF{args.sf:g}: {len(qs)} queries (test/bench/tpch), pre-filter off and on "
           f"alternating, {R} run(s) each, median; work_mem {args.work_mem}, jit off, "
@@ -305,10 +334,11 @@ def tpch_bench():
         tpch_session(par)
         print(f"\n## parallel plans {par} (max_parallel_workers_per_gather "
               f"{PAR[par]})", flush=True)
-        print(f"{'query':6s} {'off s':>8s} {'on s':>8s} {'off/on':>7s}  rows  result", flush=True)
+        print(f"{'query':6s} {'off s':>8s} {'on s':>8s} {'off/on':>7s} {'floor s':>8s} "
+              f"{'on/floor':>8s}  rows  result", flush=True)
         res = {}
         for q, sql in qs.items():
-            times, ref, bad = alternate(sql, R)
+            times, ref, bad = alternate(sql, R, floor=fl.get(q))
             stats = prefilter_stats(sql) if args.stats and times["on"] else None
             run_set("RESET bloomamq.join_prefilter")
             med = {m: (statistics.median(t) if t else None) for m, t in times.items()}
@@ -326,11 +356,14 @@ def tpch_bench():
                 return f"{x:8.3f}" if x is not None else f"{'>' + format(args.timeout, 'g'):>8s}"
             print(f"{q:6s} {f(med['off'])} {f(med['on'])} "
                   f"{(format(ratio, '7.2f') if ratio else '      -')} "
+                  f"{(format(med['floor'], '8.3f') if med['floor'] else '       -')} "
+                  f"{(format(med['on'] / med['floor'], '8.2f') if med['floor'] and med['on'] else '       -')} "
                   f"{(ref[1] if ref else 0):5d}  {status}"
                   f"{'' if stats is None else '  prefilters %d, removed %d rows%s' % (stats[0], stats[1], ', %d disabled itself' % stats[2] if stats[2] else '')}"
                   f"{'' if len(times['off']) == R and len(times['on']) == R else ' (runs off/on: %d/%d)' % (len(times['off']), len(times['on']))}",
                   flush=True)
             res[q] = {"off": med["off"], "on": med["on"], "ratio": ratio, "status": status,
+                      "floor": med["floor"], "runs_floor": times["floor"],
                       "runs_off": times["off"], "runs_on": times["on"],
                       "rows": ref[1] if ref else None, "md5": ref[0] if ref else None,
                       "prefilters": stats[0] if stats else None,

@@ -358,6 +358,25 @@ def queries():
     return out
 
 
+def floors():
+    """{"q03": sql, ...} from floors/qNN.sql, for the queries whose joins can
+    drop rows: a count(*) of each table the query reads, once per time it
+    reads it, under the query's own conditions on that table alone.  The
+    time of all of them is about what the query cannot go below while it
+    reads its tables whole, whatever a join pre-filter removes after the
+    scans (a count reads no column that it does not test, so a little
+    below).  The other queries (q01 and q06 join nothing; the joins of q13,
+    q14 and q15 keep or match every row; q17 and q20 run their subqueries
+    per row) have none."""
+    fdir = os.path.join(HERE, "floors")
+    out = {}
+    for name in sorted(os.listdir(fdir)):
+        if name.endswith(".sql"):
+            with open(os.path.join(fdir, name)) as f:
+                out[name[:-4]] = f.read().strip()
+    return out
+
+
 if __name__ == "__main__":
     import argparse
     import sys
