@@ -13,7 +13,8 @@ chroot of another major.  JIT off in every part.
 1. TPC-H-shaped (default): the data set of test/bench/tpch/tpch.py at scale
    factor SF (default 1), generated and loaded once into schema tpch (kept:
    a later run with the same SF reuses it), and the 22 queries of
-   test/bench/tpch/queries.  With parallel plans on (PostgreSQL's default,
+   test/bench/tpch/queries; with --foreign-keys, TPC-H's foreign keys
+   declared too (a run without it drops them).  With parallel plans on (PostgreSQL's default,
    max_parallel_workers_per_gather = 2) and off (0), work_mem 64MB, each query
    runs R times (default 3) with the pre-filter off and on alternating (off,
    on, then on, off, ...), under statement_timeout S (default 60 s; a mode that
@@ -100,6 +101,8 @@ ap.add_argument("--explain-mode", choices=("analyze", "verbose"), default="analy
 ap.add_argument("--no-stats", dest="stats", action="store_false",
                 help="skip the EXPLAIN ANALYZE run per query that counts the pre-filters "
                      "and the rows they removed")
+ap.add_argument("--foreign-keys", action="store_true",
+                help="declare TPC-H's foreign keys (dropped again by a run without it)")
 ap.add_argument("--no-floor", dest="floor", action="store_false",
                 help="do not time the queries' floors (test/bench/tpch/floors)")
 ap.add_argument("--load-only", action="store_true", help="load the TPC-H data, then exit")
@@ -323,7 +326,8 @@ def tpch_bench():
     R = args.runs
     print(f"# TPC-H SF{args.sf:g}: {len(qs)} queries (test/bench/tpch), pre-filter off and on "
           f"alternating, {R} run(s) each, median; work_mem {args.work_mem}, jit off, "
-          f"statement_timeout {args.timeout:g} s; PostgreSQL {VERSION}, "
+          f"statement_timeout {args.timeout:g} s; "
+          f"{'foreign keys' if args.foreign_keys else 'primary keys only'}; PostgreSQL {VERSION}, "
           f"shared_buffers {setting('shared_buffers')}", flush=True)
     # warm the caches: every table read once
     run(conn, "SET search_path = tpch, public")
@@ -575,6 +579,7 @@ if not args.no_tpch or args.explain or args.load_only:
     t = tpch.ensure_loaded(conn, args.sf, log=lambda m: print(m, flush=True))
     if t is not None:
         print(f"# TPC-H SF{args.sf:g} generated and loaded in {t:.1f} s", flush=True)
+    tpch.set_foreign_keys(conn, args.foreign_keys, log=lambda m: print(m, flush=True))
 if args.load_only:
     sys.exit(0)
 if args.explain:
@@ -613,6 +618,7 @@ if tpch_res or semi:
 if args.json and tpch_res:
     with open(args.json, "w") as f:
         json.dump({"server_version": VERSION, "sf": args.sf, "runs": args.runs,
+                   "foreign_keys": args.foreign_keys,
                    "timeout": args.timeout, "work_mem": args.work_mem,
                    "tpch": tpch_res,
                    "semi": {p: {"off": v[0], "on": v[1], "floor": v[2]}

@@ -347,6 +347,50 @@ def ensure_loaded(conn, sf, log=print):
     return secs
 
 
+# TPC-H's foreign keys (the specification allows them to be declared; the
+# default load declares the primary keys only).  With them PostgreSQL
+# estimates a join on a declared key as one that finds a match for each row,
+# e.g. lineitem with partsupp on (partkey, suppkey), which it otherwise takes
+# for two independent conditions.
+FOREIGN_KEYS = (
+    ("nation_fk_region", "nation", "n_regionkey", "region", "r_regionkey"),
+    ("supplier_fk_nation", "supplier", "s_nationkey", "nation", "n_nationkey"),
+    ("customer_fk_nation", "customer", "c_nationkey", "nation", "n_nationkey"),
+    ("partsupp_fk_part", "partsupp", "ps_partkey", "part", "p_partkey"),
+    ("partsupp_fk_supplier", "partsupp", "ps_suppkey", "supplier", "s_suppkey"),
+    ("orders_fk_customer", "orders", "o_custkey", "customer", "c_custkey"),
+    ("lineitem_fk_orders", "lineitem", "l_orderkey", "orders", "o_orderkey"),
+    ("lineitem_fk_partsupp", "lineitem", "l_partkey, l_suppkey", "partsupp",
+     "ps_partkey, ps_suppkey"),
+)
+
+
+def set_foreign_keys(conn, want, log=print):
+    """Declare TPC-H's foreign keys in schema tpch (want true) or drop them,
+    then ANALYZE if anything changed.  conn must be in autocommit."""
+    changed = False
+    with conn.cursor() as cur:
+        cur.execute("SET maintenance_work_mem = '1GB'")
+        cur.execute("SET work_mem = '256MB'")
+        for name, tb, cols, ref, refcols in FOREIGN_KEYS:
+            cur.execute("SELECT count(*) FROM pg_constraint WHERE conname = %s "
+                        "AND conrelid = %s::regclass", (name, "tpch." + tb))
+            has = cur.fetchone()[0] > 0
+            if want and not has:
+                t = time.perf_counter()
+                cur.execute(f"ALTER TABLE tpch.{tb} ADD CONSTRAINT {name} FOREIGN KEY ({cols}) "
+                            f"REFERENCES tpch.{ref} ({refcols})")
+                log(f"# tpch: foreign key {name} {time.perf_counter() - t:.1f} s")
+                changed = True
+            elif has and not want:
+                cur.execute(f"ALTER TABLE tpch.{tb} DROP CONSTRAINT {name}")
+                changed = True
+        if changed:
+            cur.execute("ANALYZE")
+        cur.execute("RESET work_mem")
+        cur.execute("RESET maintenance_work_mem")
+
+
 def queries():
     """The 22 queries: {"q01": sql, ...}, from queries/qNN.sql."""
     qdir = os.path.join(HERE, "queries")
