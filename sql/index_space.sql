@@ -187,7 +187,12 @@ DROP TABLE wide;
 -- may clean them up (min_parallel_index_scan_size 0, the btrees dropped),
 -- and each round's second VACUUM follows inserts into the space the first
 -- freed and the delete of half of them; the last one truncates, so kept's
--- indexes, as long as par's before, are longer.
+-- indexes, as long as par's before, are longer.  Every VACUUM of the twins
+-- freezes: one that does not passes over a page whose cleanup lock it cannot
+-- take (another process, the checkpointer or the background writer, holds
+-- a pin on it) and leaves that page's deleted rows, so that later inserts
+-- land elsewhere in one twin than in the other; one that freezes waits for
+-- the lock.
 SET min_parallel_index_scan_size = '128kB';
 CREATE TABLE par (a int8, b text) WITH (autovacuum_enabled = off);
 CREATE TABLE ser (a int8, b text) WITH (autovacuum_enabled = off);
@@ -220,7 +225,7 @@ CREATE FUNCTION pg_temp.par_sizes(OUT a_as_serial bool, OUT b_as_serial bool,
 	pg_relation_size('par_b') = pg_relation_size('ser_b'),
 	pg_relation_size('par_a') < pg_relation_size('kept_a'),
 	pg_relation_size('par_b') < pg_relation_size('kept_b')$$;
-\set vacuum_all 'VACUUM (PARALLEL 2) par; VACUUM (PARALLEL 0) ser, kept;'
+\set vacuum_all 'VACUUM (FREEZE, PARALLEL 2) par; VACUUM (FREEZE, PARALLEL 0) ser, kept;'
 SELECT pg_temp.par_delete(0);
 :vacuum_all
 SELECT pg_temp.par_insert(100001);
@@ -272,10 +277,10 @@ SELECT pg_relation_size('par_c') < 96 * 1024 AND pg_relation_size('par_a') >= 96
        AND pg_relation_size('par_b') >= 96 * 1024 AS c_only_leaders;
 SET vacuum_cost_delay = '1ms';
 SET vacuum_cost_limit = 1;
-VACUUM (PARALLEL 2) par;
+VACUUM (FREEZE, PARALLEL 2) par;
 RESET vacuum_cost_delay;
 RESET vacuum_cost_limit;
-VACUUM (PARALLEL 0) ser, kept;
+VACUUM (FREEZE, PARALLEL 0) ser, kept;
 SELECT amq_index_check('par_a', true), amq_index_check('par_b', true),
        amq_index_check('par_c', true);
 SELECT * FROM pg_temp.par_sizes();
