@@ -295,7 +295,7 @@ DROP TABLE par, ser, kept;
 -- conflicts with queries on standbys) keeps its amq indexes' length too:
 -- after the same two rounds of deletes, inserts into the space freed and
 -- VACUUM, its index is longer than the one of a table VACUUM may truncate,
--- and both check clean.
+-- and both check clean.  These VACUUMs freeze too, as the twins' above.
 CREATE TABLE tr_on (a int8, b text) WITH (autovacuum_enabled = off);
 CREATE TABLE tr_off (a int8, b text) WITH (autovacuum_enabled = off, vacuum_truncate = false);
 INSERT INTO tr_on SELECT g, 'b' || g FROM generate_series(1, 20000) g;
@@ -309,13 +309,13 @@ CREATE FUNCTION pg_temp.tr_insert(lo int8) RETURNS void LANGUAGE sql
 	AS $$INSERT INTO tr_on SELECT g, 'n' || g FROM generate_series(lo, lo + 1999) g;
 	INSERT INTO tr_off SELECT g, 'n' || g FROM generate_series(lo, lo + 1999) g$$;
 SELECT pg_temp.tr_delete(0);
-VACUUM tr_on, tr_off;
+VACUUM (FREEZE) tr_on, tr_off;
 SELECT pg_temp.tr_insert(100001);
-VACUUM tr_on, tr_off;
+VACUUM (FREEZE) tr_on, tr_off;
 SELECT pg_temp.tr_delete(1);
-VACUUM tr_on, tr_off;
+VACUUM (FREEZE) tr_on, tr_off;
 SELECT pg_temp.tr_insert(103001);
-VACUUM tr_on, tr_off;
+VACUUM (FREEZE) tr_on, tr_off;
 SELECT pg_relation_size('tr_off_amq') > pg_relation_size('tr_on_amq') AS off_kept_length;
 SELECT amq_index_check('tr_on_amq', true), amq_index_check('tr_off_amq', true);
 DROP TABLE tr_on, tr_off;
