@@ -126,7 +126,6 @@ compare($standby, 'after a VACUUM with parallel workers');
 # locks a directory page, then the metapage): the standby must catch up.
 $primary->safe_psql('postgres', q{
 CREATE TABLE w (id int8, k text);
-ALTER TABLE w SET (autovacuum_enabled = off);
 INSERT INTO w SELECT g, 'k' || g FROM generate_series(1, 20000) g;
 CREATE INDEX w_amq ON w USING amq (id, k) WITH (pages_per_range = 2);
 });
