@@ -11,6 +11,16 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+# BLOOMAMQ_TEST_SCALE (a fraction, default 1; tools/valgrind-check sets it
+# for servers under memcheck) shrinks the large filter and the indexed table
+# (below) and the probes (further below); what is checked is the same.
+my $scale = $ENV{BLOOMAMQ_TEST_SCALE} || 1;
+sub scaled { my ($n, $min) = @_; my $s = int($n * $scale); return $s < $min ? $min : $s; }
+# keys of the large filter: still over 100 kB at the smallest (by 10 bits a key)
+my $nlarge = scaled(300000, 120000);
+# rows of the table with the amq index: still several ranges of 8 pages
+my $nev = scaled(50000, 10000);
+
 my $node = PostgreSQL::Test::Cluster->new('main');
 $node->init;
 # The restored index is compared byte for byte with a fresh build over the
@@ -55,11 +65,11 @@ SELECT 11, 'int', 'from array', amq_from_array(ARRAY[1, 2, 3, 1000])
 UNION ALL
 SELECT 12, 'text', 'amq_add', amq_add(amq_add(amq_new('bloom', 100), 'user_1'::text), 'user_2'::text)
 UNION ALL
-SELECT 13, 'int', 'large (TOAST)', amq_agg(i::int8, 0.01, 'blocked') FROM generate_series(1, 300000) i;
+SELECT 13, 'int', 'large (TOAST)', amq_agg(i::int8, 0.01, 'blocked') FROM generate_series(1, } . $nlarge . q{) i;
 
 -- a table with an amq index of two columns, with options
 CREATE TABLE ev (id int8, k text);
-INSERT INTO ev SELECT (i * 7919) % 100003, 'user_' || i FROM generate_series(1, 50000) i;
+INSERT INTO ev SELECT (i * 7919) % 100003, 'user_' || i FROM generate_series(1, } . $nev . q{) i;
 CREATE INDEX ev_amq ON ev USING amq (id, k) WITH (pages_per_range = 8, fpr = 0.001);
 });
 
@@ -70,10 +80,8 @@ SELECT string_agg(id || ':' || coalesce(octet_length(f::bytea) || ':' || md5(f::
 FROM filters};
 
 # Answers to 2,000 probes per filter, keys of its family, half of them added:
-# "id:positives:md5 of the answer string".  BLOOMAMQ_TEST_SCALE (a fraction,
-# default 1; tools/valgrind-check sets it for servers under memcheck) probes
-# every 10th key at most, still half of them added.
-my $scale = $ENV{BLOOMAMQ_TEST_SCALE} || 1;
+# "id:positives:md5 of the answer string".  Under BLOOMAMQ_TEST_SCALE, every
+# 10th key at most, still half of them added.
 my $step = int(1 / $scale) < 10 ? int(1 / $scale) : 10;
 my $probe_sql = q{
 SELECT string_agg(id || ':' || coalesce(p::text, 'NULL'), E'\n' ORDER BY id)
