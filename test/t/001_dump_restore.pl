@@ -11,11 +11,13 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-# BLOOMAMQ_TEST_SCALE (a fraction, default 1; tools/valgrind-check sets it
-# for servers under memcheck) shrinks the large filter and the indexed table
+use FindBin;
+use lib $FindBin::RealBin;
+use BloomamqScale;
+
+# BLOOMAMQ_TEST_SCALE (BloomamqScale.pm; tools/valgrind-check sets it for
+# servers under memcheck) shrinks the large filter and the indexed table
 # (below) and the probes (further below); what is checked is the same.
-my $scale = $ENV{BLOOMAMQ_TEST_SCALE} || 1;
-sub scaled { my ($n, $min) = @_; my $s = int($n * $scale); return $s < $min ? $min : $s; }
 # keys of the large filter: still over 100 kB at the smallest (by 10 bits a key)
 my $nlarge = scaled(300000, 120000);
 # rows of the table with the amq index: still several ranges of 8 pages
@@ -82,7 +84,7 @@ FROM filters};
 # Answers to 2,000 probes per filter, keys of its family, half of them added:
 # "id:positives:md5 of the answer string".  Under BLOOMAMQ_TEST_SCALE, every
 # 10th key at most, still half of them added.
-my $step = int(1 / $scale) < 10 ? int(1 / $scale) : 10;
+my $step = int(1 / scale()) < 10 ? int(1 / scale()) : 10;
 my $probe_sql = q{
 SELECT string_agg(id || ':' || coalesce(p::text, 'NULL'), E'\n' ORDER BY id)
 FROM (

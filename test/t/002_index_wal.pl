@@ -13,11 +13,13 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-# BLOOMAMQ_TEST_SCALE (a fraction, default 1; tools/valgrind-check sets it
-# for servers under memcheck) shrinks the probes and the rows inserted
+use FindBin;
+use lib $FindBin::RealBin;
+use BloomamqScale;
+
+# BLOOMAMQ_TEST_SCALE (BloomamqScale.pm; tools/valgrind-check sets it for
+# servers under memcheck) shrinks the probes and the rows inserted
 # before the crash, not what is asserted.
-my $scale = $ENV{BLOOMAMQ_TEST_SCALE} || 1;
-sub scaled { my ($n, $min) = @_; my $s = int($n * $scale); return $s < $min ? $min : $s; }
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);

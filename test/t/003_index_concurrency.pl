@@ -14,12 +14,14 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 
-# BLOOMAMQ_TEST_SCALE (a fraction, default 1; tools/valgrind-check sets it
-# for servers under memcheck) shrinks the table, whose every row the end
+use FindBin;
+use lib $FindBin::RealBin;
+use BloomamqScale;
+
+# BLOOMAMQ_TEST_SCALE (BloomamqScale.pm; tools/valgrind-check sets it for
+# servers under memcheck) shrinks the table, whose every row the end
 # looks up through the index; the load runs as long.
-my $scale = $ENV{BLOOMAMQ_TEST_SCALE} || 1;
-my $nrows = 4 * int(7500 * $scale);
-$nrows = 3000 if $nrows < 3000;
+my $nrows = 4 * scaled(7500, 750);
 
 my $node = PostgreSQL::Test::Cluster->new('main');
 $node->init;
@@ -139,8 +141,7 @@ is($node->safe_psql('postgres', $anti_new), '0', 'no row is lost by the index bu
 # up the index.  The reseals it has not finished leave their mark, the
 # inserts meanwhile add their keys past it, and the next VACUUM reseals
 # again; every row stays found.
-my $nrows2 = 4 * int(15000 * $scale);
-$nrows2 = 4000 if $nrows2 < 4000;
+my $nrows2 = 4 * scaled(15000, 1000);
 $node->safe_psql('postgres', qq{
 CREATE TABLE c (id int8, k text, pad text);
 INSERT INTO c SELECT g, 'k' || g, repeat('p', 50) FROM generate_series(1, $nrows2) g;

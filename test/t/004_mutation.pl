@@ -13,11 +13,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+use FindBin;
+use lib $FindBin::RealBin;
+use BloomamqScale;
+
 my $seed = $ENV{MUTATION_SEED} // 20240611;
-# BLOOMAMQ_TEST_SCALE (a fraction, default 1; tools/valgrind-check sets it
-# for servers under memcheck) makes fewer mutations of each filter
-my $scale = $ENV{BLOOMAMQ_TEST_SCALE} || 1;
-my $per_base = $ENV{MUTATION_PER_BASE} // (int(160 * $scale) > 16 ? int(160 * $scale) : 16);
+# BLOOMAMQ_TEST_SCALE (BloomamqScale.pm; tools/valgrind-check sets it for
+# servers under memcheck) makes fewer mutations of each filter
+my $per_base = $ENV{MUTATION_PER_BASE} // scaled(160, 16);
 note "mutation seed $seed, $per_base mutations per filter";
 
 my $node = PostgreSQL::Test::Cluster->new('main');

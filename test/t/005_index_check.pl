@@ -19,6 +19,10 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+use FindBin;
+use lib $FindBin::RealBin;
+use BloomamqScale;
+
 my $node = PostgreSQL::Test::Cluster->new('main');
 # pages are damaged behind the server's back: no data checksums (18 turns
 # them on by default), and should they be on anyway, read on past them
@@ -42,13 +46,12 @@ INSERT INTO t SELECT 200000 + g, 'k' || (200000 + g), repeat('q', 40) FROM gener
 
 # For random damage: many indexes of another table, of several columns and
 # pages_per_range, with sealed ranges, overflow and growing ranges.
-# BLOOMAMQ_TEST_SCALE (a fraction, default 1; tools/valgrind-check sets it
-# for servers under memcheck) damages fewer of them, at least 20, and makes
+# BLOOMAMQ_TEST_SCALE (BloomamqScale.pm; tools/valgrind-check sets it for
+# servers under memcheck) damages fewer of them, at least 20, and makes
 # the table of the last test, each of whose rows is looked up through the
 # index at its end, smaller.
-my $scale = $ENV{BLOOMAMQ_TEST_SCALE} || 1;
-my $nrandom = int(60 * $scale) > 20 ? int(60 * $scale) : 20;
-my $nr = int(20000 * $scale) > 2000 ? int(20000 * $scale) : 2000;
+my $nrandom = scaled(60, 20);
+my $nr = scaled(20000, 2000);
 $node->safe_psql('postgres', q{
 CREATE TABLE m (id int8, k text, pad text);
 INSERT INTO m SELECT g, 'k' || g, repeat('p', 40) FROM generate_series(1, 3000) g;

@@ -20,8 +20,8 @@
 # (connections lost) are expected, any ERROR from the server is not.
 #
 # SOAK_CYCLES and SOAK_SECONDS (load per cycle) lengthen the soak.
-# BLOOMAMQ_TEST_SCALE (a fraction, default 1; tools/valgrind-check sets it
-# for servers under memcheck) shrinks the original rows, each of which every
+# BLOOMAMQ_TEST_SCALE (BloomamqScale.pm; tools/valgrind-check sets it for
+# servers under memcheck) shrinks the original rows, each of which every
 # check looks up through the index; the cycles and their load stay.
 
 use strict;
@@ -33,15 +33,17 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+use FindBin;
+use lib $FindBin::RealBin;
+use BloomamqScale;
+
 my $cycles = $ENV{SOAK_CYCLES} || 3;
 my $seconds = $ENV{SOAK_SECONDS} || 12;
 
 # the original rows: ids 1 .. $norig; id % 4 = 0 deleted before the load,
 # id % 4 = 2 (and inserted ids = 2 mod 4) deleted by the deleters, odd ids
 # never deleted (the readers look those up)
-my $scale = $ENV{BLOOMAMQ_TEST_SCALE} || 1;
-my $norig = 4 * int(3000 * $scale);
-$norig = 1200 if $norig < 1200;
+my $norig = 4 * scaled(3000, 300);
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);

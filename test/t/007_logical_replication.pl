@@ -14,10 +14,12 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-# BLOOMAMQ_TEST_SCALE (a fraction, default 1; tools/valgrind-check sets it
-# for servers under memcheck) shrinks the rows, not what is asserted.
-my $scale = $ENV{BLOOMAMQ_TEST_SCALE} || 1;
-sub scaled { my ($n, $min) = @_; my $s = int($n * $scale); return $s < $min ? $min : $s; }
+use FindBin;
+use lib $FindBin::RealBin;
+use BloomamqScale;
+
+# BLOOMAMQ_TEST_SCALE (BloomamqScale.pm; tools/valgrind-check sets it for
+# servers under memcheck) shrinks the rows, not what is asserted.
 my $nrows = scaled(20000, 2000);
 my $nbig = scaled(30000, 3000);
 
