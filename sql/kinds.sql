@@ -13,6 +13,14 @@ EXCEPTION WHEN OTHERS THEN
 	RETURN SQLSTATE || ': ' || SQLERRM || coalesce(' (' || nullif(detail, '') || ')', '');
 END $$;
 
+-- bloomamq_test.scale (a fraction, default 1; tools/valgrind-check sets it)
+-- shrinks the absent keys probed for false positives, to no fewer than
+-- 20,000, and the table of the parallel aggregates, to no fewer than
+-- 40,000 rows: the output is the same at any scale.
+SELECT coalesce(nullif(current_setting('bloomamq_test.scale', true), '')::float8, 1) AS scale \gset
+SELECT greatest(20000, round(100000 * :scale))::int AS nprobes,
+	greatest(40000, round(200000 * :scale))::int AS nbig \gset
+
 CREATE TABLE keys AS SELECT g AS id, 'key-' || g AS name FROM generate_series(1, 20000) g;
 CREATE TABLE kinds (kind text PRIMARY KEY, dynamic bool, removes bool, unions bool);
 INSERT INTO kinds VALUES
@@ -33,10 +41,10 @@ FROM kinds;
 SELECT kind, amq_kind(f) = kind AS named, amq_count(f) AS keys,
 	(SELECT count(*) FROM keys WHERE NOT f @> id) AS false_negatives,
 	(SELECT count(*) FROM keys WHERE NOT fn @> name) AS text_false_negatives,
-	fp.n BETWEEN 0.6 * 100000 * amq_fpr(f) AND 1.4 * 100000 * amq_fpr(f) AS fpr_as_stated,
-	fp.n <= 1300 AS fpr_within_target
+	fp.n BETWEEN 0.6 * :nprobes * amq_fpr(f) AND 1.4 * :nprobes * amq_fpr(f) AS fpr_as_stated,
+	fp.n <= 0.013 * :nprobes AS fpr_within_target
 FROM built,
-	LATERAL (SELECT count(*) AS n FROM generate_series(1000001, 1100000) g WHERE f @> g) fp
+	LATERAL (SELECT count(*) AS n FROM generate_series(1000001, 1000000 + :nprobes) g WHERE f @> g) fp
 ORDER BY kind;
 
 -- what amq_info says of each
@@ -96,7 +104,7 @@ FROM kinds WHERE NOT removes ORDER BY kind;
 SELECT pg_temp.err($$SELECT amq_add(amq_new('cuckoo', 10), ARRAY(SELECT generate_series(1, 10000)))$$);
 SELECT (SELECT count(*) FROM generate_series(1, 20000) g WHERE NOT f @> g) AS false_negatives,
 	(amq_info(f) ->> 'bytes')::int > (amq_info(amq_new('scalable', 100)) ->> 'bytes')::int * 50 AS grew,
-	(SELECT count(*) FROM generate_series(1000001, 1100000) g WHERE f @> g) <= 1300 AS fpr_within_target,
+	(SELECT count(*) FROM generate_series(1000001, 1000000 + :nprobes) g WHERE f @> g) <= 0.013 * :nprobes AS fpr_within_target,
 	amq_count(f) AS keys
 FROM amq_add(amq_new('scalable', 100), ARRAY(SELECT generate_series(1, 20000))) f;
 -- an aggregate with a capacity grows a scalable filter too
@@ -133,7 +141,7 @@ SELECT pg_temp.err($$SELECT amq_new('nosuchkind', 100)$$);
 
 -- static and non-union kinds in parallel aggregates: partial states carry
 -- hashes, so the result is the serial one
-CREATE TABLE big AS SELECT g AS id FROM generate_series(1, 200000) g;
+CREATE TABLE big AS SELECT g AS id FROM generate_series(1, :nbig) g;
 ANALYZE big;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
@@ -167,7 +175,7 @@ FROM built ORDER BY kind;
 -- inline bloomamq's functions from its bitcode, which holds the probe for
 -- AVX2 beside the scalar one
 CREATE TABLE interpreted AS
-SELECT kind, (SELECT count(*) FROM generate_series(1000001, 1100000) g WHERE f @> g) AS fp
+SELECT kind, (SELECT count(*) FROM generate_series(1000001, 1000000 + :nprobes) g WHERE f @> g) AS fp
 FROM built;
 SET jit = on;
 SET jit_above_cost = 0;
@@ -176,7 +184,7 @@ SET jit_optimize_above_cost = 0;
 SELECT kind, (SELECT count(*) FROM keys WHERE NOT f @> id) AS false_negatives,
 	(SELECT count(*) FROM keys WHERE NOT fn @> name) AS text_false_negatives,
 	(SELECT count(*) FROM keys WHERE id <@ f) AS contained,
-	(SELECT count(*) FROM generate_series(1000001, 1100000) g WHERE f @> g) = i.fp
+	(SELECT count(*) FROM generate_series(1000001, 1000000 + :nprobes) g WHERE f @> g) = i.fp
 		AS same_false_positives
 FROM built JOIN interpreted i USING (kind)
 ORDER BY kind;
