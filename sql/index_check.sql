@@ -28,6 +28,11 @@ $$;
 
 -- Columns of several types, every 7th value NULL, and indexes of several
 -- pages_per_range: one page, a few, more than the table has.
+-- bloomamq_test.scale (a fraction, default 1; tools/valgrind-check sets it)
+-- shrinks the table, to no fewer than 8,000 rows (123 pages): the output
+-- is the same at any scale.
+SELECT greatest(8000, round(20000 * coalesce(nullif(current_setting('bloomamq_test.scale', true), '')::float8, 1)))::int
+	AS nchk \gset
 CREATE TABLE chk AS
 SELECT g AS id,
 	CASE WHEN g % 7 <> 0 THEN (g % 30000)::int2 END AS i2,
@@ -42,7 +47,7 @@ SELECT g AS id,
 	CASE WHEN g % 7 <> 2 THEN date '2000-01-01' + g END AS d,
 	CASE WHEN g % 7 <> 3 THEN timestamptz '2020-01-01 00:00+00' + g * interval '1 second' END AS tz,
 	CASE WHEN g % 7 <> 4 THEN g % 3 = 0 END AS b
-FROM generate_series(1, 20000) g;
+FROM generate_series(1, :nchk) g;
 
 CREATE INDEX chk_i2_amq ON chk USING amq (i2) WITH (pages_per_range = 1);
 CREATE INDEX chk_i4_amq ON chk USING amq (i4) WITH (pages_per_range = 4);
