@@ -164,10 +164,10 @@ DECLARE
 	plan text;
 BEGIN
 	PERFORM set_config('bloomamq.join_prefilter', 'off', true);
-	EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
+	EXECUTE format('SELECT count(*) || '':'' || coalesce(sum(hashtext(r::text)::int8), 0) FROM (%s) r', q)
 		INTO r_off;
 	PERFORM set_config('bloomamq.join_prefilter', 'on', true);
-	EXECUTE format('SELECT md5(coalesce(string_agg(x, '','' ORDER BY x), '''')) || count(*) FROM (SELECT r::text AS x FROM (%s) r) s', q)
+	EXECUTE format('SELECT count(*) || '':'' || coalesce(sum(hashtext(r::text)::int8), 0) FROM (%s) r', q)
 		INTO r_on;
 	SELECT string_agg(p, E'\n') INTO plan FROM jp_explain(q) p;
 	same := r_off = r_on;
