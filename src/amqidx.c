@@ -231,8 +231,8 @@ amqidxhandler(PG_FUNCTION_ARGS)
 	amroutine->amcanparallel = false;
 	amroutine->amcaninclude = false;
 	amroutine->amusemaintenanceworkmem = false;
-	amroutine->amparallelvacuumoptions =
-		VACUUM_OPTION_PARALLEL_CLEANUP;
+	/* the leader cleans up: it truncates at commit (amqidx_vacuum.c) */
+	amroutine->amparallelvacuumoptions = VACUUM_OPTION_NO_PARALLEL;
 	amroutine->amkeytype = InvalidOid;
 	/* a range's filters answer for every row on its pages */
 	AMQ_AM_SET_SUMMARIZING(amroutine);

@@ -42,20 +42,15 @@
  */
 #include "compat.h"
 
-#include "access/htup_details.h"
-#include "access/parallel.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/index.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_index.h"
 #include "catalog/storage.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 
 #include "amqfilter.h"
 #include "amqidx.h"
@@ -67,16 +62,11 @@ static void truncate_free_tail(Relation index);
  * truncate: the AccessExclusiveLock is logged for standbys with the
  * transaction's ID, which parallel mode cannot assign.  Parallel mode ends
  * before the table's VACUUM commits (the heap is truncated after it too),
- * so the leader truncates in the commit's pre-commit step, while VACUUM
- * still holds its locks, every amq index of the table once it saw one: it
- * ran its bulk delete (in a VACUUM that scanned the indexes for the rows it
- * removed it runs them all: no worker runs the bulk delete of an amq index)
- * or cleaned it up.  A worker that cleaned up an index cannot tell the
- * leader: after a VACUUM that scanned no index and whose leader cleaned up
- * no amq index, the table's amq indexes keep the free pages at their end
- * on the free list, for reuse, until a later VACUUM (autovacuum has no
- * workers).  The OIDs wait in TopTransactionContext; any other end of the
- * transaction forgets them.
+ * so the leader truncates the amq indexes it cleaned up in the commit's
+ * pre-commit step, while VACUUM still holds its locks.  It cleans up every
+ * one: the access method gives workers none (VACUUM_OPTION_NO_PARALLEL), as
+ * a worker could not tell the leader.  The OIDs wait in
+ * TopTransactionContext; any other end of the transaction forgets them.
  */
 static List *pending_truncations = NIL;
 
@@ -98,37 +88,11 @@ truncate_pending(XactEvent event, void *arg)
 	}
 }
 
-/*
- * Is the index indexoid one of access method relam that VACUUM processes
- * (vac_open_indexes keeps the indexes that are ready for inserts)?
- */
-static bool
-ready_index_of_am(Oid indexoid, Oid relam)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
-	bool		found;
-
-	if (!HeapTupleIsValid(tup))
-		return false;
-	found = ((Form_pg_class) GETSTRUCT(tup))->relam == relam;
-	ReleaseSysCache(tup);
-	if (!found)
-		return false;
-	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
-	if (!HeapTupleIsValid(tup))
-		return false;
-	found = ((Form_pg_index) GETSTRUCT(tup))->indisready;
-	ReleaseSysCache(tup);
-	return found;
-}
-
-/* Have the commit truncate index and the other amq indexes of heap. */
+/* Have the commit truncate index. */
 static void
-defer_truncation(Relation heap, Relation index)
+defer_truncation(Relation index)
 {
 	static bool registered = false;
-	List	   *indexes = RelationGetIndexList(heap);
-	ListCell   *lc;
 	MemoryContext old;
 
 	if (!registered)
@@ -136,30 +100,20 @@ defer_truncation(Relation heap, Relation index)
 		RegisterXactCallback(truncate_pending, NULL);
 		registered = true;
 	}
-	foreach(lc, indexes)
-	{
-		Oid			oid = lfirst_oid(lc);
-
-		if (oid != RelationGetRelid(index) &&
-			!ready_index_of_am(oid, index->rd_rel->relam))
-			continue;
-		old = MemoryContextSwitchTo(TopTransactionContext);
-		pending_truncations = list_append_unique_oid(pending_truncations, oid);
-		MemoryContextSwitchTo(old);
-	}
-	list_free(indexes);
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	pending_truncations = list_append_unique_oid(pending_truncations,
+												 RelationGetRelid(index));
+	MemoryContextSwitchTo(old);
 }
 
 /*
- * May this process truncate an index of the heap, now or at its commit:
- * not a parallel worker, and a table whose vacuum_truncate is on (a table
- * that VACUUM may not truncate keeps its indexes' length too).
+ * May VACUUM truncate an index of the heap, now or at its commit: a table
+ * whose vacuum_truncate is off keeps its indexes' length too.
  */
 static bool
 may_truncate(Relation heap)
 {
-	return !IsParallelWorker() &&
-		AMQ_VACUUM_TRUNCATE((StdRdOptions *) heap->rd_options);
+	return AMQ_VACUUM_TRUNCATE((StdRdOptions *) heap->rd_options);
 }
 
 /* ambulkdelete: nothing to remove; a deleted row's key is a false positive. */
@@ -169,17 +123,6 @@ amqidxbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 {
 	if (stats == NULL)
 		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
-	/* a worker may clean the index up: the leader truncates it at commit */
-	if (IsInParallelMode())
-	{
-		Relation	heap = table_open(IndexGetRelation(RelationGetRelid(info->index),
-													   false),
-									  AccessShareLock);
-
-		if (may_truncate(heap))
-			defer_truncation(heap, info->index);
-		table_close(heap, AccessShareLock);
-	}
 	return stats;
 }
 
@@ -801,8 +744,7 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	truncate = may_truncate(heap);
 	if (truncate && IsInParallelMode())
 	{
-		/* also the amq indexes that workers clean up */
-		defer_truncation(heap, index);
+		defer_truncation(index);
 		truncate = false;
 	}
 

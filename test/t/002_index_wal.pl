@@ -89,8 +89,8 @@ $primary->wait_for_catchup($standby);
 compare($standby, 'after delete and vacuum');
 
 # VACUUM with parallel workers (the two btrees are over
-# min_parallel_index_scan_size), whose leader cleans up the amq index (under
-# it) in parallel mode and truncates it as the table's VACUUM commits: the
+# min_parallel_index_scan_size), whose leader cleans up the amq index in
+# parallel mode and truncates it as the table's VACUUM commits: the
 # standby replays the truncation, its index ends where the primary's does,
 # and it answers as before.  With FREEZE, so that VACUUM waits for the
 # cleanup lock of a page that another process has pinned instead of passing
