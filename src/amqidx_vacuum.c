@@ -106,16 +106,6 @@ defer_truncation(Relation index)
 	MemoryContextSwitchTo(old);
 }
 
-/*
- * May VACUUM truncate an index of the heap, now or at its commit: a table
- * whose vacuum_truncate is off keeps its indexes' length too.
- */
-static bool
-may_truncate(Relation heap)
-{
-	return AMQ_VACUUM_TRUNCATE((StdRdOptions *) heap->rd_options);
-}
-
 /* ambulkdelete: nothing to remove; a deleted row's key is a false positive. */
 IndexBulkDeleteResult *
 amqidxbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
@@ -741,7 +731,8 @@ amqidxvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	heap_nblocks = RelationGetNumberOfBlocks(heap);
 	/* the range that holds the heap's last page grows on */
 	last = heap_nblocks > 0 ? (heap_nblocks - 1) / ppr : 0;
-	truncate = may_truncate(heap);
+	/* a table whose vacuum_truncate is off keeps its indexes' length too */
+	truncate = AMQ_VACUUM_TRUNCATE((StdRdOptions *) heap->rd_options);
 	if (truncate && IsInParallelMode())
 	{
 		defer_truncation(index);
